@@ -1,0 +1,8 @@
+"""`python -m cannrt` runs the command-line interface."""
+
+from __future__ import annotations
+
+from cannrt.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The `cannrt` command: demo, plan and the other tools."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the CANN runtime on a simulated NPU")
+
+
+def _register_optional_commands() -> None:
+    """Attach commands whose modules may be absent in a partial checkout."""
+    try:
+        from cannrt.memory.planner.cli import register as register_plan
+    except ImportError:
+        return
+    register_plan(app)
+
+
+@app.command()
+def demo(
+    batches: int = typer.Option(8, help="micro-batches to pipeline"),
+    size: int = typer.Option(512, help="matrix edge (size x size fp16 matmul)"),
+    chip: str = typer.Option("Ascend910B1", help="chip preset"),
+) -> None:
+    """Run the pipelined multi-stream workload and report modelled and wall time."""
+    from cannrt.demo import run_demo
+
+    raise typer.Exit(run_demo(batches=batches, size=size, chip=chip))
+
+
+_register_optional_commands()
+
+
+def main() -> None:
+    """Entry point of the `cannrt` console script."""
+    app()
