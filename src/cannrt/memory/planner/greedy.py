@@ -1,0 +1,119 @@
+"""Fast greedy packings: several buffer orders times first-fit / best-fit, keep the best."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cannrt.memory.planner.buffers import Arrays, Buffer, IntArray, Packing, validate
+
+INF = np.int64(2**62)
+
+
+@dataclass(frozen=True)
+class Conflicts:
+    """Compressed adjacency of the buffers whose lifetimes intersect (both directions)."""
+
+    ptr: IntArray
+    nbr: IntArray
+
+    def of(self, i: int) -> IntArray:
+        """Indices of the buffers live at some time together with buffer `i`."""
+        return self.nbr[self.ptr[i] : self.ptr[i + 1]]
+
+
+def conflicts(arrays: Arrays) -> Conflicts:
+    """Build the time-overlap graph in O(n log n + edges) with numpy."""
+    n = len(arrays)
+    order = np.argsort(arrays.lower, kind="stable")
+    lows = arrays.lower[order]
+    ends = np.searchsorted(lows, arrays.upper[order], side="left")
+    counts = np.maximum(ends - np.arange(n) - 1, 0)
+    src_pos = np.repeat(np.arange(n), counts)
+    starts = np.cumsum(counts) - counts
+    dst_pos = np.arange(int(counts.sum())) - np.repeat(starts, counts) + src_pos + 1
+    src, dst = order[src_pos], order[dst_pos]
+    a, b = np.concatenate([src, dst]), np.concatenate([dst, src])
+    by_src = np.argsort(a, kind="stable")
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(a, minlength=n), out=ptr[1:])
+    return Conflicts(ptr, b[by_src].astype(np.int64))
+
+
+def place(size: int, align: int, offs: IntArray, sizes: IntArray, best_fit: bool) -> int:
+    """Lowest (or tightest) aligned offset for `size` bytes avoiding [offs, offs + sizes)."""
+    if offs.shape[0] == 0:
+        return 0
+    order = np.argsort(offs, kind="stable")
+    starts = offs[order]
+    tops = np.maximum.accumulate(starts + sizes[order])
+    gap_lo = np.concatenate(([0], tops))
+    gap_hi = np.concatenate((starts, [INF]))
+    cand = -(-gap_lo // align) * align
+    fits = np.flatnonzero(cand + size <= gap_hi)
+    if not best_fit:
+        return int(cand[fits[0]])
+    k = fits[np.argmin(gap_hi[fits] - gap_lo[fits])]
+    return int(cand[k])
+
+
+def pack_in_order(arrays: Arrays, graph: Conflicts, order: IntArray, best_fit: bool) -> IntArray:
+    """Place buffers one by one in `order`, each against its already-placed neighbours."""
+    n = len(arrays)
+    offsets = np.zeros(n, np.int64)
+    placed = np.zeros(n, bool)
+    size, align = arrays.size, arrays.alignment
+    for i in order.tolist():
+        nb = graph.of(i)
+        nb = nb[placed[nb] & (size[nb] > 0)]
+        offsets[i] = place(int(size[i]), int(align[i]), offsets[nb], size[nb], best_fit)
+        placed[i] = True
+    return offsets
+
+
+OrderFn = Callable[[Arrays], IntArray]
+
+
+def _by(*keys: IntArray) -> IntArray:
+    """Indices sorted by descending keys (first key most significant)."""
+    return np.lexsort(tuple(-k for k in reversed(keys)))
+
+
+ORDERS: dict[str, OrderFn] = {
+    "size": lambda a: _by(a.size, a.upper - a.lower),
+    "area": lambda a: _by(a.size * (a.upper - a.lower), a.size),
+    "length": lambda a: _by(a.upper - a.lower, a.size),
+    "start": lambda a: np.lexsort((-a.size, a.lower)),
+}
+
+
+def greedy(
+    buffers: Sequence[Buffer],
+    orders: Sequence[str] = tuple(ORDERS),
+    rules: Sequence[bool] = (False, True),
+    graph: Conflicts | None = None,
+) -> Packing:
+    """Best validated packing over the given orders and placement rules (best_fit flags)."""
+    arrays = Arrays.of(buffers)
+    graph = graph if graph is not None else conflicts(arrays)
+    best: IntArray | None = None
+    best_peak, best_name = 0, ""
+    for name in orders:
+        order = ORDERS[name](arrays)
+        for best_fit in rules:
+            offs = pack_in_order(arrays, graph, order, best_fit)
+            peak = int((offs + arrays.size).max(initial=0))
+            if best is None or peak < best_peak:
+                best, best_peak = offs, peak
+                best_name = f"greedy-{name}-{'best' if best_fit else 'first'}-fit"
+    assert best is not None or not buffers
+    offsets = tuple(int(x) for x in (best if best is not None else []))
+    validate(buffers, offsets)
+    return Packing(tuple(buffers), offsets, solver=best_name or "greedy")
+
+
+def greedy_by_size(buffers: Sequence[Buffer]) -> Packing:
+    """The plain baseline: largest buffer first, each at the lowest offset that fits."""
+    return greedy(buffers, orders=("size",), rules=(False,))
