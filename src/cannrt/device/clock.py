@@ -1,0 +1,26 @@
+"""The modelled host clock shared by every device of one simulated machine."""
+
+from __future__ import annotations
+
+
+class HostClock:
+    """Host time in nanoseconds: advanced by modelled API-call costs and by host waits.
+
+    The device task schedulers commit decisions only up to `now_ns`; a submission made at host
+    time H arrives at H, after every committed decision, so it never lands in the simulated past.
+    """
+
+    __slots__ = ("now_ns",)
+
+    def __init__(self) -> None:
+        self.now_ns = 0
+
+    def advance(self, ns: int) -> int:
+        """Move forward by ns; returns the new time."""
+        self.now_ns += ns
+        return self.now_ns
+
+    def move_to(self, ns: int) -> None:
+        """Move forward to ns (a wait ended then); never backwards."""
+        if ns > self.now_ns:
+            self.now_ns = ns

@@ -1,0 +1,268 @@
+"""Hardware formats: 64-byte SQEs, completion reports and kernel parameter blocks.
+
+The device owns these layouts (it decodes bytes); the driver and runtime import them to pack.
+Header (CANN task scheduler): byte0 = type:6, l1Lock:1, l1Unlock:1; byte1 = ie:2, preP:2, postP:2,
+wrCqe:1, reserved:1; u16 blockDim; u16 streamId; u16 taskId.
+"""
+
+from __future__ import annotations
+
+import struct
+from enum import IntEnum
+from typing import NamedTuple
+
+SQE_BYTES = 64
+
+
+class SqeType(IntEnum):
+    """SQE type field (byte 0, low 6 bits)."""
+
+    KERNEL = 0
+    AICPU = 1
+    PLACE_HOLDER = 3  # host callback
+    EVENT_RECORD = 4
+    EVENT_WAIT = 5
+    NOTIFY_RECORD = 6
+    NOTIFY_WAIT = 7
+    WRITE_VALUE = 8  # event reset
+    SDMA = 11
+    COND = 20
+    INVALID = 63
+
+
+class CoreKind(IntEnum):
+    """Which engine a kernel SQE targets."""
+
+    AICORE = 0  # cube cores
+    AIVEC = 1  # vector cores
+
+
+class EventMode(IntEnum):
+    """How an event record/wait SQE treats the event slot."""
+
+    TIMELINE = 0  # record: slot = max(slot, value); wait: slot >= value
+    BINARY = 1  # record: slot = value; wait: slot != 0 (legacy events)
+
+
+class SdmaOp(IntEnum):
+    """SDMA operation."""
+
+    COPY = 0
+    MEMSET = 1
+
+
+WR_CQE = 0x40  # byte1 bit 6
+
+KERNEL_SQE = struct.Struct("<BBHHH BBBB I Q Q 32x")  # qos, credit, prefetch, core kind, param size, pc, param
+EVENT_SQE = struct.Struct("<BBHHH I B 3x Q 40x")  # event id, mode, value
+SDMA_SQE = struct.Struct("<BBHHH B B 2x I Q Q Q 24x")  # op, kind, memset value, src, dst, length
+CALLBACK_SQE = struct.Struct("<BBHHH I B 51x")  # callback id, block
+for _layout in (KERNEL_SQE, EVENT_SQE, SDMA_SQE, CALLBACK_SQE):
+    assert _layout.size == SQE_BYTES
+
+
+class KernelSqe(NamedTuple):
+    """A kernel launch (AI core, vector core or AI CPU)."""
+
+    sqe_type: int
+    flags: int
+    block_dim: int
+    stream_id: int
+    task_id: int
+    qos: int
+    kernel_credit: int
+    prefetch: int
+    core_kind: int
+    param_size: int
+    pc: int
+    param: int
+
+
+class EventSqe(NamedTuple):
+    """An event record, event wait or write-value (event reset)."""
+
+    sqe_type: int
+    flags: int
+    block_dim: int
+    stream_id: int
+    task_id: int
+    event_id: int
+    mode: int
+    value: int
+
+
+class SdmaSqe(NamedTuple):
+    """A copy or memset on an SDMA engine."""
+
+    sqe_type: int
+    flags: int
+    block_dim: int
+    stream_id: int
+    task_id: int
+    op: int
+    kind: int
+    memset_value: int
+    src: int
+    dst: int
+    length: int
+
+
+class CallbackSqe(NamedTuple):
+    """A host callback placeholder: the device reports, the host runs the function."""
+
+    sqe_type: int
+    flags: int
+    block_dim: int
+    stream_id: int
+    task_id: int
+    callback_id: int
+    block: int
+
+
+Sqe = KernelSqe | EventSqe | SdmaSqe | CallbackSqe
+
+_LAYOUTS: dict[int, tuple[struct.Struct, type]] = {
+    SqeType.KERNEL: (KERNEL_SQE, KernelSqe),
+    SqeType.AICPU: (KERNEL_SQE, KernelSqe),
+    SqeType.PLACE_HOLDER: (CALLBACK_SQE, CallbackSqe),
+    SqeType.EVENT_RECORD: (EVENT_SQE, EventSqe),
+    SqeType.EVENT_WAIT: (EVENT_SQE, EventSqe),
+    SqeType.NOTIFY_RECORD: (EVENT_SQE, EventSqe),
+    SqeType.NOTIFY_WAIT: (EVENT_SQE, EventSqe),
+    SqeType.WRITE_VALUE: (EVENT_SQE, EventSqe),
+    SqeType.SDMA: (SDMA_SQE, SdmaSqe),
+}
+ADDRESS_MASK = (1 << 48) - 1
+
+
+class DescriptorError(ValueError):
+    """An SQE the device cannot decode."""
+
+
+def pack_sqe(sqe: Sqe) -> bytes:
+    """Pack a descriptor into its 64 bytes (the runtime's hot path packs directly instead)."""
+    layout, _ = _LAYOUTS[sqe.sqe_type]
+    return layout.pack(*sqe)
+
+
+def decode_sqe(data: bytes | memoryview, offset: int = 0) -> Sqe:
+    """Decode the 64-byte SQE at offset; DescriptorError for unknown types."""
+    sqe_type = data[offset] & 0x3F
+    try:
+        layout, cls = _LAYOUTS[sqe_type]
+    except KeyError:
+        raise DescriptorError(f"SQE type {sqe_type} is not supported by this task scheduler") from None
+    fields = layout.unpack_from(data, offset)
+    result: Sqe = cls._make(fields)
+    return result
+
+
+# Completion report (logic CQE): streamId, taskId, errorCode, errorType, sqeType, sqId, sqHead,
+# flags, start and end timestamps (device clock, ns).
+CQE = struct.Struct("<HHIBBHIH2xQQ4x")
+CQE_BYTES = CQE.size
+
+
+class Cqe(NamedTuple):
+    """One completion report."""
+
+    stream_id: int
+    task_id: int
+    error_code: int
+    error_type: int
+    sqe_type: int
+    sq_id: int
+    sq_head: int
+    flags: int
+    start_ns: int
+    end_ns: int
+
+
+def decode_cqes(data: bytes) -> list[Cqe]:
+    """Decode a buffer of packed completion reports."""
+    return [Cqe._make(fields) for fields in CQE.iter_unpack(data)]
+
+
+# Kernel parameter block: u16 argc, then per argument a tag byte and its payload.
+ARG_TENSOR = 0  # u8 dtype, u8 ndim, u64 address, ndim x u64 dims
+ARG_INT = 1  # i64
+ARG_FLOAT = 2  # f64
+PARAM_HEAD = struct.Struct("<H")
+TENSOR_HEAD = struct.Struct("<BBBQ")
+SCALAR_INT = struct.Struct("<Bq")
+SCALAR_FLOAT = struct.Struct("<Bd")
+MAX_PARAM_BYTES = 512
+
+
+class TensorArg(NamedTuple):
+    """A tensor argument as the kernel sees it: device address, ACL dtype code, shape."""
+
+    address: int
+    dtype: int
+    shape: tuple[int, ...]
+
+
+ParamValue = TensorArg | int | float
+
+
+def pack_params(args: list[ParamValue] | tuple[ParamValue, ...]) -> bytes:
+    """Pack kernel arguments into a parameter block."""
+    parts = [PARAM_HEAD.pack(len(args))]
+    for arg in args:
+        if isinstance(arg, TensorArg):
+            parts.append(TENSOR_HEAD.pack(ARG_TENSOR, arg.dtype, len(arg.shape), arg.address))
+            parts.append(struct.pack(f"<{len(arg.shape)}Q", *arg.shape))
+        elif isinstance(arg, bool | int):
+            parts.append(SCALAR_INT.pack(ARG_INT, int(arg)))
+        else:
+            parts.append(SCALAR_FLOAT.pack(ARG_FLOAT, float(arg)))
+    block = b"".join(parts)
+    if len(block) > MAX_PARAM_BYTES:
+        raise DescriptorError(f"parameter block of {len(block)} bytes exceeds {MAX_PARAM_BYTES}")
+    return block
+
+
+def unpack_params(block: bytes) -> list[ParamValue]:
+    """Decode a parameter block; DescriptorError on malformed bytes."""
+    try:
+        (argc,) = PARAM_HEAD.unpack_from(block, 0)
+        offset = PARAM_HEAD.size
+        args: list[ParamValue] = []
+        for _ in range(argc):
+            tag = block[offset]
+            if tag == ARG_TENSOR:
+                _, dtype, ndim, address = TENSOR_HEAD.unpack_from(block, offset)
+                offset += TENSOR_HEAD.size
+                shape = struct.unpack_from(f"<{ndim}Q", block, offset)
+                offset += 8 * ndim
+                args.append(TensorArg(address, dtype, shape))
+            elif tag == ARG_INT:
+                args.append(SCALAR_INT.unpack_from(block, offset)[1])
+                offset += SCALAR_INT.size
+            elif tag == ARG_FLOAT:
+                args.append(SCALAR_FLOAT.unpack_from(block, offset)[1])
+                offset += SCALAR_FLOAT.size
+            else:
+                raise DescriptorError(f"unknown argument tag {tag} at byte {offset}")
+        return args
+    except (struct.error, IndexError) as exc:
+        raise DescriptorError(f"malformed parameter block: {exc}") from None
+
+
+class RawSqe(NamedTuple):
+    """The header of an SQE whose type the device cannot execute."""
+
+    sqe_type: int
+    flags: int
+    block_dim: int
+    stream_id: int
+    task_id: int
+
+
+SQE_HEADER = struct.Struct("<BBHHH")
+
+
+def decode_header(data: bytes | memoryview, offset: int = 0) -> RawSqe:
+    """Only the common 8-byte header of an SQE."""
+    byte0, flags, block_dim, stream_id, task_id = SQE_HEADER.unpack_from(data, offset)
+    return RawSqe(byte0 & 0x3F, flags, block_dim, stream_id, task_id)

@@ -1,0 +1,241 @@
+"""The real execution of fetched tasks: numpy work, copies, event slots, host callbacks.
+
+Runs eagerly on a device worker thread in any order that respects stream order and event waits,
+so host Python work overlaps device compute in wall time. Modelled time is not decided here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cannrt.device.descriptors import (
+    CallbackSqe,
+    CoreKind,
+    EventMode,
+    EventSqe,
+    KernelSqe,
+    SdmaOp,
+    SdmaSqe,
+    SqeType,
+    TensorArg,
+)
+from cannrt.device.memory import DeviceFault
+from cannrt.device.task import ExceptionRecord, Task
+from cannrt.dtypes import numpy_dtype
+
+if TYPE_CHECKING:
+    from cannrt.device.npu import Npu
+    from cannrt.device.queues import SubmissionQueue
+
+AICORE_EXCEPTION = 507015
+VECTOR_CORE_EXCEPTION = 507035
+SYS_DMA = 507013
+KERNEL_LOOKUP = 507027
+TASK_TYPE_NOT_SUPPORT = 507009
+ERROR_TYPE_MEMORY = 1
+ERROR_TYPE_AICORE = 3
+ERROR_TYPE_OTHERS = 255
+MEMCPY_HOST_TO_HOST = 0
+MEMCPY_HOST_TO_DEVICE = 1
+MEMCPY_DEVICE_TO_HOST = 2
+
+
+def host_array(address: int, nbytes: int) -> np.ndarray:
+    """A uint8 view of real host memory at a process address."""
+    if nbytes == 0:
+        return np.empty(0, dtype=np.uint8)
+    buffer = (ctypes.c_uint8 * nbytes).from_address(address)
+    return np.frombuffer(buffer, dtype=np.uint8)
+
+
+class Executor:
+    """Runs tasks for real on one worker thread per device."""
+
+    def __init__(self, npu: Npu) -> None:
+        self.npu = npu
+        self.real_slots: dict[int, int] = {}  # event id -> value (the real-execution view)
+        self.wake = threading.Event()
+        self.idle = False
+        self.stopping = False
+        self.blocked_sqs: dict[int, Task] = {}  # sq id -> blocking callback the host has not finished
+        self.thread = threading.Thread(target=self._loop, name=f"npu{npu.device_id}-worker", daemon=True)
+
+    def start(self) -> None:
+        """Start the worker thread."""
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Stop the worker thread (pending work is abandoned)."""
+        self.stopping = True
+        self.wake.set()
+        self.thread.join(timeout=5)
+
+    def ring(self) -> None:
+        """Doorbell: wake the worker if it sleeps."""
+        if self.idle:
+            self.wake.set()
+
+    def _loop(self) -> None:
+        while not self.stopping:
+            self.npu.fetch_all()
+            progressed = False
+            for sq in self.npu.active_sqs():
+                progressed |= self._drain(sq)
+            if not progressed:
+                self.idle = True
+                if not self.npu.has_unfetched():
+                    self.wake.wait(0.2)
+                self.wake.clear()
+                self.idle = False
+
+    def _drain(self, sq: SubmissionQueue) -> bool:
+        """Run the head tasks of one SQ while they are runnable; True if any ran."""
+        queue = sq.real_queue
+        ran = False
+        while queue:
+            if sq.sq_id in self.blocked_sqs:
+                break
+            task = queue[0]
+            if not self._runnable(task):
+                break
+            queue.popleft()
+            self._run(task)
+            ran = True
+        return ran
+
+    def _runnable(self, task: Task) -> bool:
+        sqe = task.sqe
+        if sqe.sqe_type == SqeType.EVENT_WAIT and not task.discarded and not task.sq.failed_code:
+            assert isinstance(sqe, EventSqe)
+            value = self.real_slots.get(sqe.event_id, 0)
+            return value != 0 if sqe.mode == EventMode.BINARY else value >= sqe.value
+        return True
+
+    def _run(self, task: Task) -> None:
+        sq = task.sq
+        if sq.failed_code and not task.discarded:
+            task.discarded = True
+            task.status = sq.failed_code
+        if not task.discarded:
+            self._execute(task)
+            if task.status and sq.stop_on_error and not sq.failed_code:
+                sq.failed_code = task.status
+        if self.blocked_sqs.get(sq.sq_id) is not task:
+            self.npu.mark_real_done(task)
+
+    def _execute(self, task: Task) -> None:
+        sqe = task.sqe
+        kind = sqe.sqe_type
+        if kind in (SqeType.KERNEL, SqeType.AICPU):
+            self._run_kernel(task)
+        elif kind == SqeType.SDMA:
+            self._run_sdma(task)
+        elif kind in (SqeType.EVENT_RECORD, SqeType.WRITE_VALUE):
+            assert isinstance(sqe, EventSqe)
+            self._write_slot(sqe)
+        elif kind == SqeType.PLACE_HOLDER:
+            assert isinstance(sqe, CallbackSqe)
+            if sqe.block:
+                self.blocked_sqs[task.sq.sq_id] = task
+            self.npu.post_callback(task)
+        elif kind != SqeType.EVENT_WAIT:
+            task.status = TASK_TYPE_NOT_SUPPORT
+
+    def _write_slot(self, sqe: EventSqe) -> None:
+        if sqe.sqe_type == SqeType.EVENT_RECORD and sqe.mode == EventMode.TIMELINE:
+            self.real_slots[sqe.event_id] = max(self.real_slots.get(sqe.event_id, 0), sqe.value)
+        else:
+            self.real_slots[sqe.event_id] = sqe.value
+
+    def callback_done(self, task: Task) -> None:
+        """The host finished a blocking callback: release the stream."""
+        self.blocked_sqs.pop(task.sq.sq_id, None)
+        self.npu.mark_real_done(task)
+        self.wake.set()
+
+    def _run_kernel(self, task: Task) -> None:
+        sqe = task.sqe
+        assert isinstance(sqe, KernelSqe)
+        kernel = task.kernel
+        if kernel is None:
+            self._fail(task, KERNEL_LOOKUP, ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
+            return
+        space = self.npu.fabric.space(task.sq.asid)
+        values: list[object] = []
+        try:
+            for index, arg in enumerate(task.args):
+                if isinstance(arg, TensorArg):
+                    values.append(self._tensor_view(space, arg, index in kernel.outputs))
+                else:
+                    values.append(arg)
+        except DeviceFault as fault:
+            bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
+            self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, bits, str(fault), index)
+            return
+        try:
+            kernel.compute(*values)
+        except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
+            self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
+
+    @staticmethod
+    def _core_error(sqe: KernelSqe) -> int:
+        return VECTOR_CORE_EXCEPTION if sqe.core_kind == CoreKind.AIVEC else AICORE_EXCEPTION
+
+    @staticmethod
+    def _tensor_view(space: object, arg: TensorArg, write: bool) -> np.ndarray:
+        dtype = numpy_dtype(arg.dtype)
+        nbytes = int(np.prod(arg.shape, dtype=np.int64)) * dtype.itemsize
+        raw = space.view(arg.address, nbytes, "write" if write else "read")  # type: ignore[attr-defined]
+        return raw.view(dtype).reshape(arg.shape)
+
+    def _run_sdma(self, task: Task) -> None:
+        sqe = task.sqe
+        assert isinstance(sqe, SdmaSqe)
+        try:
+            if sqe.op == SdmaOp.MEMSET and sqe.kind == MEMCPY_HOST_TO_HOST:
+                host_array(sqe.dst, sqe.length)[...] = sqe.memset_value
+            elif sqe.op == SdmaOp.MEMSET:
+                for part in self._device_parts(task, sqe.dst, sqe.length, "write"):
+                    part[...] = sqe.memset_value
+            else:
+                self._copy(task, sqe)
+        except DeviceFault as fault:
+            self._fail(task, SYS_DMA, ERROR_TYPE_MEMORY, ("SDMA_ADDR_ERROR",), str(fault))
+
+    def _copy(self, task: Task, sqe: SdmaSqe) -> None:
+        if sqe.kind in (MEMCPY_HOST_TO_HOST, MEMCPY_HOST_TO_DEVICE):
+            source = [host_array(sqe.src, sqe.length)]
+        else:
+            source = self._device_parts(task, sqe.src, sqe.length, "read")
+        if sqe.kind in (MEMCPY_HOST_TO_HOST, MEMCPY_DEVICE_TO_HOST):
+            target = [host_array(sqe.dst, sqe.length)]
+        else:
+            target = self._device_parts(task, sqe.dst, sqe.length, "write")
+        copy_parts(source, target)
+
+    def _device_parts(self, task: Task, address: int, nbytes: int, kind: str) -> list[np.ndarray]:
+        space = self.npu.fabric.resolve(address, task.sq.asid, self.npu.device_id, kind, nbytes)
+        return space.segments(address, nbytes, kind)
+
+    def _fail(self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, arg_index: int = 0) -> None:
+        task.status = code
+        task.fault = self.npu.exception_record(task, code, error_type, bits, message, arg_index)
+
+
+def copy_parts(source: list[np.ndarray], target: list[np.ndarray]) -> None:
+    """Copy bytes between two lists of uint8 views of equal total length."""
+    if len(source) == 1 and len(target) == 1:
+        np.copyto(target[0], source[0])
+        return
+    flat = np.concatenate(source) if len(source) > 1 else source[0]
+    offset = 0
+    for part in target:
+        part[...] = flat[offset : offset + part.size]
+        offset += part.size
+
+
+__all__ = ["ExceptionRecord", "Executor", "copy_parts", "host_array"]

@@ -1,0 +1,46 @@
+"""The interconnect: which address space (and so which device) owns an address."""
+
+from __future__ import annotations
+
+from cannrt.device.memory import VA_SPACE_BASE, VA_SPACE_SHIFT, AddressSpace, DeviceFault
+
+
+class Fabric:
+    """All address spaces of the simulated machine, keyed by address space id."""
+
+    def __init__(self) -> None:
+        self._spaces: dict[int, AddressSpace] = {}
+
+    def add(self, space: AddressSpace) -> None:
+        """Register a new address space."""
+        self._spaces[space.asid] = space
+
+    def remove(self, asid: int) -> None:
+        """Forget an address space (its context was destroyed)."""
+        self._spaces.pop(asid, None)
+
+    def space(self, asid: int) -> AddressSpace:
+        """The address space with this id; KeyError if none."""
+        return self._spaces[asid]
+
+    @staticmethod
+    def asid_of(address: int) -> int:
+        """The address space whose VA window holds address (may not exist)."""
+        return (address >> VA_SPACE_SHIFT) - VA_SPACE_BASE
+
+    def owner(self, address: int) -> AddressSpace | None:
+        """The address space owning address, if any."""
+        return self._spaces.get(self.asid_of(address))
+
+    def resolve(self, address: int, asid: int, device_id: int, kind: str, nbytes: int) -> AddressSpace:
+        """The space an engine of (device, asid) reaches address through: its own, or a peer device's.
+
+        Another context's memory on the same device is isolated: a DeviceFault.
+        """
+        own = self._spaces[asid]
+        owner = self.owner(address)
+        if owner is None or owner is own:
+            return own
+        if owner.device_id != device_id:
+            return owner
+        raise DeviceFault(kind, address, nbytes, None, asid, owner.asid)

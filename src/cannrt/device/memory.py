@@ -1,0 +1,230 @@
+"""HBM (physical pages, backed by host RAM only where touched) and the MMU of each address space.
+
+Every device access (kernels, SDMA) goes through AddressSpace.segments: an address outside a
+mapping's valid bytes is a DeviceFault carrying the numbers a precise report needs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NORMAL_PAGE = 4096
+HUGE_PAGE = 2 << 20
+_MAP_NORESERVE = 0x4000  # Linux: do not reserve swap for the mapping (lazy backing)
+VA_SPACE_SHIFT = 38  # each address space owns a 256 GiB window of the 48-bit device VA
+VA_SPACE_BASE = 64  # window index of address space 0; keeps low addresses invalid
+MAX_ADDRESS_SPACES = (1 << (48 - VA_SPACE_SHIFT)) - VA_SPACE_BASE
+
+
+class OutOfDeviceMemory(Exception):
+    """HBM has too few free pages for a physical allocation."""
+
+    def __init__(self, requested: int, free: int, total: int) -> None:
+        super().__init__(f"requested {requested} bytes, {free} free of {total}")
+        self.requested = requested
+        self.free = free
+        self.total = total
+
+
+@dataclass(eq=False)
+class PhysicalChunk:
+    """Physically allocated pages; host memory appears at first touch."""
+
+    handle: int
+    size: int  # page-rounded bytes
+    page_size: int
+    phys_addr: int
+    _backing: mmap.mmap | None = None
+    _array: np.ndarray | None = None
+
+    def array(self) -> np.ndarray:
+        """The chunk's bytes as a uint8 array (created lazily, zero-filled)."""
+        if self._array is None:
+            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
+            self._backing = mmap.mmap(-1, self.size, flags=flags)
+            self._array = np.frombuffer(self._backing, dtype=np.uint8)
+        return self._array
+
+    def release(self) -> None:
+        """Drop the host backing."""
+        self._array = None
+        if self._backing is not None:
+            try:
+                self._backing.close()
+            except BufferError:  # a view still exports it; the GC frees it later
+                pass
+            self._backing = None
+
+
+class Hbm:
+    """The device's physical memory: page accounting over a fixed capacity."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.used_huge = 0
+        self.used_normal = 0
+        self._chunks: dict[int, PhysicalChunk] = {}
+        self._next_handle = 1
+        self._next_phys = 0
+
+    @property
+    def used(self) -> int:
+        """Bytes of pages in use."""
+        return self.used_huge + self.used_normal
+
+    def allocate(self, size: int, page_size: int) -> PhysicalChunk:
+        """Allocate page-rounded physical memory; OutOfDeviceMemory when it does not fit."""
+        rounded = -(-size // page_size) * page_size
+        if rounded > self.capacity - self.used:
+            raise OutOfDeviceMemory(rounded, self.capacity - self.used, self.capacity)
+        chunk = PhysicalChunk(self._next_handle, rounded, page_size, self._next_phys)
+        self._next_handle += 1
+        self._next_phys += rounded
+        self._chunks[chunk.handle] = chunk
+        if page_size == HUGE_PAGE:
+            self.used_huge += rounded
+        else:
+            self.used_normal += rounded
+        return chunk
+
+    def free(self, handle: int) -> None:
+        """Return a chunk's pages; KeyError for unknown handles."""
+        chunk = self._chunks.pop(handle)
+        if chunk.page_size == HUGE_PAGE:
+            self.used_huge -= chunk.size
+        else:
+            self.used_normal -= chunk.size
+        chunk.release()
+
+    def chunk(self, handle: int) -> PhysicalChunk:
+        """The chunk with this handle; KeyError for unknown handles."""
+        return self._chunks[handle]
+
+
+@dataclass(eq=False)
+class Mapping:
+    """VA range [va, va + size) -> chunk pages at chunk_offset; accesses beyond valid bytes fault."""
+
+    va: int
+    size: int
+    chunk: PhysicalChunk
+    chunk_offset: int
+    valid: int  # bytes the allocation asked for (<= size)
+
+
+@dataclass
+class DeviceFault(Exception):
+    """An access the MMU refused: kind is 'read' or 'write'."""
+
+    kind: str
+    address: int
+    nbytes: int
+    nearest: Mapping | None = None
+    asid: int = -1
+    owner_asid: int | None = None  # address space that owns the address, when foreign
+
+    def __str__(self) -> str:
+        text = f"invalid {self.kind} of {self.nbytes} bytes at 0x{self.address:x}"
+        if self.owner_asid is not None and self.owner_asid != self.asid:
+            return f"{text}: address belongs to address space {self.owner_asid}, not {self.asid}"
+        near = self.nearest
+        if near is None:
+            return f"{text}: no allocation in this address space"
+        if self.address >= near.va + near.valid:
+            gap = self.address - (near.va + near.valid)
+            where = f"is {gap} bytes after"
+        elif self.address < near.va:
+            where = f"is {near.va - self.address} bytes before"
+        else:
+            end = self.address + self.nbytes - (near.va + near.valid)
+            where = f"overruns by {end} bytes"
+        return f"{text}: {where} the nearest allocation at 0x{near.va:x} of size {near.valid}"
+
+
+@dataclass
+class AddressSpace:
+    """One context's device virtual address space and its page table."""
+
+    asid: int
+    device_id: int
+    _starts: list[int] = field(default_factory=list)
+    _maps: list[Mapping] = field(default_factory=list)
+
+    @property
+    def base(self) -> int:
+        """First address of this space's VA window."""
+        return (self.asid + VA_SPACE_BASE) << VA_SPACE_SHIFT
+
+    @property
+    def limit(self) -> int:
+        """One past the last address of the window."""
+        return self.base + (1 << VA_SPACE_SHIFT)
+
+    def map(self, va: int, chunk: PhysicalChunk, chunk_offset: int, size: int, valid: int) -> None:
+        """Enter a mapping; ValueError if it overlaps one already present."""
+        index = bisect.bisect_left(self._starts, va)
+        if index > 0 and self._maps[index - 1].va + self._maps[index - 1].size > va:
+            raise ValueError(f"0x{va:x} is already mapped")
+        if index < len(self._maps) and va + size > self._maps[index].va:
+            raise ValueError(f"range at 0x{va:x} of {size} bytes overlaps a mapping")
+        self._starts.insert(index, va)
+        self._maps.insert(index, Mapping(va, size, chunk, chunk_offset, valid))
+
+    def unmap(self, va: int) -> Mapping:
+        """Remove the mapping starting at va; KeyError if none starts there."""
+        index = bisect.bisect_left(self._starts, va)
+        if index == len(self._starts) or self._starts[index] != va:
+            raise KeyError(va)
+        del self._starts[index]
+        return self._maps.pop(index)
+
+    def mapping_at(self, address: int) -> Mapping | None:
+        """The mapping whose valid bytes contain address, if any."""
+        index = bisect.bisect_right(self._starts, address) - 1
+        if index >= 0:
+            found = self._maps[index]
+            if address < found.va + found.valid:
+                return found
+        return None
+
+    def nearest(self, address: int) -> Mapping | None:
+        """The mapping closest to address (for fault reports)."""
+        index = bisect.bisect_right(self._starts, address)
+        candidates = self._maps[max(0, index - 1) : index + 1]
+        if not candidates:
+            return None
+        return min(candidates, key=lambda m: min(abs(address - m.va), abs(address - m.va - m.valid)))
+
+    def segments(self, address: int, nbytes: int, kind: str) -> list[np.ndarray]:
+        """uint8 views covering [address, address + nbytes); DeviceFault if any byte is unmapped."""
+        views: list[np.ndarray] = []
+        cursor = address
+        end = address + nbytes
+        while cursor < end or not views:
+            found = self.mapping_at(cursor)
+            if found is None:
+                raise DeviceFault(kind, address, nbytes, self.nearest(cursor), self.asid)
+            stop = min(end, found.va + found.valid)
+            if stop == cursor and nbytes:
+                raise DeviceFault(kind, address, nbytes, found, self.asid)
+            start = found.chunk_offset + cursor - found.va
+            views.append(found.chunk.array()[start : start + stop - cursor])
+            cursor = stop
+            if nbytes == 0:
+                break
+        return views
+
+    def view(self, address: int, nbytes: int, kind: str) -> np.ndarray:
+        """One contiguous uint8 view; DeviceFault when unmapped or split over mappings."""
+        parts = self.segments(address, nbytes, kind)
+        if len(parts) != 1:
+            raise DeviceFault(kind, address, nbytes, self.nearest(address), self.asid)
+        return parts[0]
+
+    def mappings(self) -> list[Mapping]:
+        """All mappings in address order."""
+        return list(self._maps)

@@ -1,0 +1,73 @@
+"""A task as the device holds it after fetching its SQE (both the real and the modelled view)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cannrt.device.descriptors import ParamValue, Sqe
+    from cannrt.device.queues import SubmissionQueue
+    from cannrt.kernels.registry import Kernel
+
+
+@dataclass(eq=False)
+class ExceptionRecord:
+    """The first scene of a device fault: what a CANN AI Core error report prints."""
+
+    serial: int
+    device_id: int
+    stream_id: int
+    task_id: int
+    sq_id: int
+    core_id: int
+    error_code: int  # ACL runtime error code
+    error_type: int  # aclrtErrorType
+    error_bits: tuple[str, ...]  # e.g. MTE_READ_OVERFLOW
+    pc_start: int
+    pc_current: int
+    para_base: int
+    message: str
+    kernel_name: str
+    registers: dict[str, int] = field(default_factory=dict)
+    sqe_words: tuple[int, ...] = ()
+    timestamp_ns: int = 0
+
+
+class Task:
+    """One fetched SQE with the state both executions keep about it."""
+
+    __slots__ = (
+        "args",
+        "arrival_ns",
+        "aux",
+        "cores",
+        "discarded",
+        "end_ns",
+        "fault",
+        "kernel",
+        "position",
+        "real_done",
+        "sq",
+        "sqe",
+        "sqe_bytes",
+        "start_ns",
+        "status",
+    )
+
+    def __init__(self, sq: SubmissionQueue, position: int, sqe: Sqe, sqe_bytes: bytes, arrival_ns: int) -> None:
+        self.sq = sq
+        self.position = position  # index in the SQ (monotonic); head becomes position + 1 on completion
+        self.sqe = sqe
+        self.sqe_bytes = sqe_bytes
+        self.arrival_ns = arrival_ns
+        self.kernel: Kernel | None = None
+        self.args: list[ParamValue] = []
+        self.real_done = False
+        self.status = 0  # ACL error code, 0 = success
+        self.discarded = False
+        self.fault: ExceptionRecord | None = None
+        self.start_ns = 0
+        self.end_ns = 0
+        self.cores: tuple[int, ...] = ()
+        self.aux: Any = None  # per-type extra (pipe times for kernels)

@@ -1,0 +1,312 @@
+"""The modelled task scheduler: a deterministic discrete-event timeline of one device.
+
+Events sit in a heap keyed by (time, kind, sequence). At each instant the scheduler dispatches the
+head task of every ready SQ in (priority, sq id) order: kernels take the least-loaded cores of
+their kind (logical blocks -> physical core ids), copies take an SDMA engine, event waits resolve
+against the device's event slots. Decisions are committed only up to a bound (the host clock, or
+a host wait's deadline), so the same single-threaded program gives the same timestamps every run.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from cannrt.device.descriptors import (
+    WR_CQE,
+    CoreKind,
+    EventMode,
+    EventSqe,
+    KernelSqe,
+    SdmaOp,
+    SdmaSqe,
+    SqeType,
+    TensorArg,
+)
+from cannrt.device.l2 import L2Model
+from cannrt.kernels.cost import PipeTimes, block_cost
+from cannrt.kernels.registry import tensor_nbytes
+
+if TYPE_CHECKING:
+    from cannrt.device.npu import Npu
+    from cannrt.device.queues import SubmissionQueue
+    from cannrt.device.task import Task
+
+COMPLETE = 0  # completions first at an instant, so freed resources serve dispatches
+ARRIVE = 1
+RESOURCE = 2
+NEVER = 1 << 62
+MEMCPY_HOST_TO_DEVICE = 1
+MEMCPY_DEVICE_TO_HOST = 2
+
+
+class TaskRecord(NamedTuple):
+    """What every task leaves behind on the modelled timeline (profiling reads these)."""
+
+    device_id: int
+    stream_id: int
+    task_id: int
+    sq_id: int
+    sqe_type: int
+    name: str
+    block_dim: int
+    start_ns: int
+    end_ns: int
+    cores: tuple[int, ...]
+    pipes: PipeTimes | None
+    l2_hit: float
+    bytes_read: int
+    bytes_written: int
+    status: int
+
+
+class Timeline:
+    """The deterministic model of one device's task scheduler and engines."""
+
+    def __init__(self, npu: Npu) -> None:
+        self.npu = npu
+        self.chip = npu.settings.chip
+        self.costs = npu.settings.device_costs
+        self.now = 0
+        self._heap: list[tuple[int, int, int, object]] = []
+        self._seq = 0
+        cores = self.chip.enabled_cores()
+        per_core = max(1, self.chip.vector_core_count // max(1, self.chip.aicore_count))
+        self.free_at: dict[int, dict[int, int]] = {
+            CoreKind.AICORE: {core: 0 for core in cores},
+            CoreKind.AIVEC: {core * per_core + v: 0 for core in cores for v in range(per_core)},
+        }
+        self.sdma_free = [0] * self.chip.sdma_engines
+        self.slots: dict[int, tuple[int, int]] = {}  # event id -> (value, timestamp ns)
+        self._ready: set[SubmissionQueue] = set()
+        self._event_waiters: dict[int, set[SubmissionQueue]] = {}
+        self._resource_waiters: set[SubmissionQueue] = set()
+        self._resource_wake = NEVER
+        self.l2 = L2Model(self.chip.l2_bytes)
+        self.records: list[TaskRecord] | None = None
+
+    # -- driving the clock -------------------------------------------------------------------
+    def next_time(self) -> int:
+        """Time of the next pending event (NEVER if none)."""
+        return self._heap[0][0] if self._heap else NEVER
+
+    def advance(self, bound: int, until: Callable[[], bool] | None = None) -> bool:
+        """Process instants up to bound; stop early once `until` holds. Returns until's value."""
+        while True:
+            self._dispatch()
+            if until is not None and until():
+                return True
+            if not self._heap or self._heap[0][0] > bound:
+                return False
+            self.now = self._heap[0][0]
+            while self._heap and self._heap[0][0] == self.now:
+                _, kind, _, item = heapq.heappop(self._heap)
+                self._handle(kind, item)
+
+    def _push(self, time: int, kind: int, item: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (time, kind, self._seq, item))
+
+    def _handle(self, kind: int, item: object) -> None:
+        if kind == COMPLETE:
+            self._complete(item)  # type: ignore[arg-type]
+        elif kind == ARRIVE:
+            self._ready.add(item)  # type: ignore[arg-type]
+        else:
+            self._resource_wake = NEVER
+            self._ready.update(self._resource_waiters)
+            self._resource_waiters.clear()
+
+    def on_fetched(self, sq: SubmissionQueue) -> None:
+        """New tasks reached an SQ: it may have a dispatchable head."""
+        if not sq.model_busy:
+            self._ready.add(sq)
+
+    def forget(self, sq: SubmissionQueue) -> None:
+        """An SQ was destroyed: drop it from every wait list."""
+        self._ready.discard(sq)
+        self._resource_waiters.discard(sq)
+        for waiters in self._event_waiters.values():
+            waiters.discard(sq)
+
+    # -- dispatch ----------------------------------------------------------------------------
+    def recheck(self, sq: SubmissionQueue) -> None:
+        """Real execution discarded a parked wait: look at the SQ again."""
+        self._ready.add(sq)
+
+    def _dispatch(self) -> None:
+        while self._ready:
+            order = sorted(self._ready, key=lambda q: (q.priority, q.sq_id))
+            self._ready.clear()
+            for sq in order:
+                if not sq.model_busy and sq.model_queue and not sq.closed:
+                    self._try_head(sq)
+
+    def _try_head(self, sq: SubmissionQueue) -> None:
+        task = sq.model_queue[0]
+        if task.arrival_ns > self.now:
+            self._push(task.arrival_ns, ARRIVE, sq)
+            return
+        kind = task.sqe.sqe_type
+        if kind == SqeType.EVENT_WAIT and not (task.real_done and task.discarded):
+            self._try_wait(sq, task)
+            return
+        if kind != SqeType.PLACE_HOLDER:
+            self.npu.await_real(task)
+        if task.discarded:
+            self._start(sq, task, self.now + self.costs.event_ns)
+        elif kind in (SqeType.KERNEL, SqeType.AICPU):
+            self._try_kernel(sq, task)
+        elif kind == SqeType.SDMA:
+            self._try_copy(sq, task)
+        elif kind == SqeType.PLACE_HOLDER:
+            self._start(sq, task, self.now + self.costs.callback_ns)
+        else:
+            self._start(sq, task, self.now + self.costs.event_ns)
+
+    def _start(self, sq: SubmissionQueue, task: Task, end: int) -> None:
+        sq.model_queue.popleft()
+        sq.model_busy = True
+        task.start_ns = self.now
+        task.end_ns = end
+        self._push(end, COMPLETE, task)
+
+    def _park_for_resources(self, sq: SubmissionQueue, free_at: int) -> None:
+        self._resource_waiters.add(sq)
+        if free_at < self._resource_wake:
+            self._resource_wake = free_at
+            self._push(free_at, RESOURCE, None)
+
+    def _try_wait(self, sq: SubmissionQueue, task: Task) -> None:
+        sqe = task.sqe
+        assert isinstance(sqe, EventSqe)
+        value = self.slots.get(sqe.event_id, (0, 0))[0]
+        ready = value != 0 if sqe.mode == EventMode.BINARY else value >= sqe.value
+        if ready:
+            self.npu.await_real(task)
+            self._start(sq, task, self.now + self.costs.event_ns)
+        else:
+            self._event_waiters.setdefault(sqe.event_id, set()).add(sq)
+
+    def _try_copy(self, sq: SubmissionQueue, task: Task) -> None:
+        engine = min(range(len(self.sdma_free)), key=lambda e: (self.sdma_free[e], e))
+        if self.sdma_free[engine] > self.now:
+            self._park_for_resources(sq, self.sdma_free[engine])
+            return
+        sqe = task.sqe
+        assert isinstance(sqe, SdmaSqe)
+        gbps = self._copy_bandwidth(sqe)
+        end = self.now + self.costs.copy_latency_ns + int(sqe.length / gbps)
+        self.sdma_free[engine] = end
+        task.cores = (engine,)
+        self._start(sq, task, end)
+
+    def _copy_bandwidth(self, sqe: SdmaSqe) -> float:
+        if sqe.op == SdmaOp.MEMSET:
+            return self.chip.hbm_bandwidth_gbps
+        if sqe.kind in (MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST):
+            return self.chip.pcie_bandwidth_gbps
+        fabric = self.npu.fabric
+        src, dst = fabric.owner(sqe.src), fabric.owner(sqe.dst)
+        if src is not None and dst is not None and src.device_id != dst.device_id:
+            return self.chip.peer_bandwidth_gbps
+        return self.chip.hbm_bandwidth_gbps / 2  # read and write share HBM
+
+    def _try_kernel(self, sq: SubmissionQueue, task: Task) -> None:
+        sqe = task.sqe
+        assert isinstance(sqe, KernelSqe)
+        free = self.free_at[CoreKind.AIVEC if sqe.core_kind == CoreKind.AIVEC else CoreKind.AICORE]
+        earliest = min(free.values())
+        if earliest > self.now:
+            self._park_for_resources(sq, earliest)
+            return
+        start = self.now + self.costs.dispatch_ns
+        end, cores, pipes, hit = self._place_blocks(task, sqe, free, start)
+        task.cores = cores
+        task.aux = (pipes, hit)
+        if task.fault is not None:
+            task.fault.core_id = cores[0]
+        self._start(sq, task, max(end, start + self.costs.kernel_floor_ns))
+
+    def _place_blocks(
+        self, task: Task, sqe: KernelSqe, free: dict[int, int], start: int
+    ) -> tuple[int, tuple[int, ...], PipeTimes | None, float]:
+        """Blocks onto least-loaded cores (earliest free, then lowest id); returns end and usage."""
+        kernel = task.kernel
+        block_dim = max(1, sqe.block_dim)
+        if kernel is None or task.status:
+            return start, (min(free, key=lambda c: (free[c], c)),), None, 0.0
+        work = kernel.work(task.args)
+        hit = self._l2_access(task, kernel.outputs)
+        active = min(block_dim, len(free))
+        costs: dict[float, PipeTimes] = {}
+        heap = sorted((max(t, start), core) for core, t in free.items())
+        used: list[int] = []
+        end = start
+        totals = [0.0] * 6
+        for fraction in kernel.block_fractions(work, block_dim):
+            pipes = costs.get(fraction)
+            if pipes is None:
+                pipes = costs[fraction] = block_cost(work, fraction, self.chip, active, hit)
+            at, core = heapq.heappop(heap)
+            finish = at + int(pipes.total_ns) + (self.costs.block_launch_ns if at > start else 0)
+            heapq.heappush(heap, (finish, core))
+            free[core] = finish
+            end = max(end, finish)
+            if core not in used:
+                used.append(core)
+            for i, value in enumerate(pipes):
+                totals[i] += value
+        return end, tuple(used), PipeTimes(*totals), hit
+
+    def _l2_access(self, task: Task, outputs: tuple[int, ...]) -> float:
+        reads: list[tuple[int, int]] = []
+        writes: list[tuple[int, int]] = []
+        for index, arg in enumerate(task.args):
+            if isinstance(arg, TensorArg):
+                (writes if index in outputs else reads).append((arg.address, tensor_nbytes(arg)))
+        return self.l2.access(reads, writes)
+
+    # -- completion --------------------------------------------------------------------------
+    def _complete(self, task: Task) -> None:
+        sq = task.sq
+        if task.sqe.sqe_type == SqeType.PLACE_HOLDER:
+            self.npu.await_real(task)
+        sq.model_busy = False
+        sq.model_head = task.position + 1
+        sqe = task.sqe
+        if not task.discarded and sqe.sqe_type in (SqeType.EVENT_RECORD, SqeType.WRITE_VALUE):
+            assert isinstance(sqe, EventSqe)
+            self._write_slot(sqe)
+        if not sq.closed:
+            self._ready.add(sq)
+            if task.status or sqe.flags & WR_CQE:
+                self.npu.post_completion(task)
+        if self.records is not None:
+            self.records.append(self._record(task))
+
+    def _write_slot(self, sqe: EventSqe) -> None:
+        current = self.slots.get(sqe.event_id, (0, 0))[0]
+        timeline = sqe.sqe_type == SqeType.EVENT_RECORD and sqe.mode == EventMode.TIMELINE
+        if not timeline or sqe.value > current:
+            self.slots[sqe.event_id] = (sqe.value, self.now)
+        waiters = self._event_waiters.pop(sqe.event_id, None)
+        if waiters:
+            self._ready.update(waiters)
+
+    def _record(self, task: Task) -> TaskRecord:
+        sqe = task.sqe
+        pipes, hit = task.aux if task.aux else (None, 0.0)
+        read = written = 0
+        name = task.kernel.name if task.kernel is not None else SqeType(sqe.sqe_type).name
+        if task.kernel is not None and task.args and not task.status:
+            work = task.kernel.work(task.args)
+            read, written = work.bytes_read, work.bytes_written
+        elif isinstance(sqe, SdmaSqe):
+            read = written = sqe.length
+        return TaskRecord(
+            self.npu.device_id, sqe.stream_id, sqe.task_id, task.sq.sq_id, sqe.sqe_type, name,
+            sqe.block_dim, task.start_ns, task.end_ns, task.cores, pipes, hit, read, written,
+            task.status,
+        )

@@ -1,0 +1,424 @@
+"""The driver: the only door between the runtime and the device (models the CANN hal layer).
+
+Everything crosses as integers and bytes: resource ids, SQE bytes in, CQE bytes out, addresses.
+Errors are DriverError with the ACL runtime code the runtime should report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+from cannrt.config import Settings
+from cannrt.device.clock import HostClock
+from cannrt.device.descriptors import EventMode
+from cannrt.device.executor import copy_parts, host_array
+from cannrt.device.fabric import Fabric
+from cannrt.device.memory import (
+    HUGE_PAGE,
+    MAX_ADDRESS_SPACES,
+    NORMAL_PAGE,
+    AddressSpace,
+    DeviceFault,
+    OutOfDeviceMemory,
+)
+from cannrt.device.npu import DeviceHang, Npu
+from cannrt.device.task import ExceptionRecord
+from cannrt.device.timeline import TaskRecord
+from cannrt.driver.vaspace import AddressRangeError, VaAllocator
+
+MEMCPY_HOST_TO_HOST = 0
+MEMCPY_HOST_TO_DEVICE = 1
+MEMCPY_DEVICE_TO_HOST = 2
+MEMCPY_DEVICE_TO_DEVICE = 3
+
+
+class Resource(IntEnum):
+    """Kinds of per-device resource ids."""
+
+    STREAM = 0
+    EVENT = 1
+    SQ = 2
+    CQ = 3
+    NOTIFY = 4
+    MODEL = 5
+
+
+class DriverError(Exception):
+    """A driver call failed; code is the ACL runtime error code."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class _SpaceInfo:
+    space: AddressSpace
+    va: VaAllocator
+    chunks: dict[int, int]  # va of a malloc'd range -> physical handle (freed with it)
+
+
+class Driver:
+    """The simulated machine seen through its driver: one HostClock, several devices."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.clock = HostClock()
+        self.fabric = Fabric()
+        self._devices: dict[int, Npu] = {}
+        self._spaces: dict[int, _SpaceInfo] = {}
+        self._next_asid = 0
+        self._ids: dict[tuple[int, Resource], tuple[int, set[int]]] = {}
+        self._limits = {
+            Resource.STREAM: settings.chip.max_streams,
+            Resource.EVENT: settings.chip.max_events,
+            Resource.SQ: settings.chip.max_streams,
+            Resource.CQ: 1024,
+            Resource.NOTIFY: 8192,
+            Resource.MODEL: 2048,
+        }
+
+    # -- devices -----------------------------------------------------------------------------
+    def device_count(self) -> int:
+        """Number of devices on this host."""
+        return self.settings.device_count
+
+    def open(self, dev: int) -> None:
+        """Power up a device (idempotent)."""
+        self._check_dev(dev)
+        if dev not in self._devices:
+            self._devices[dev] = Npu(dev, self.settings, self.clock, self.fabric)
+
+    def close(self, dev: int) -> None:
+        """Power down a device: stop its worker, drop its memory and queues."""
+        npu = self._devices.pop(dev, None)
+        if npu is None:
+            return
+        npu.close()
+        for asid in [a for a, info in self._spaces.items() if info.space.device_id == dev]:
+            self.space_destroy(asid)
+        self._ids = {key: value for key, value in self._ids.items() if key[0] != dev}
+
+    def close_all(self) -> None:
+        """Power down every device."""
+        for dev in list(self._devices):
+            self.close(dev)
+
+    def _check_dev(self, dev: int) -> None:
+        if not 0 <= dev < self.settings.device_count:
+            raise DriverError(107001, f"device {dev} does not exist (0..{self.settings.device_count - 1})")
+
+    def _npu(self, dev: int) -> Npu:
+        try:
+            return self._devices[dev]
+        except KeyError:
+            self._check_dev(dev)
+            raise DriverError(107001, f"device {dev} is not open") from None
+
+    # -- resource ids ------------------------------------------------------------------------
+    def resource_alloc(self, dev: int, kind: Resource) -> int:
+        """Allocate a resource id; DriverError 207005/207007/207008 when exhausted."""
+        self._npu(dev)
+        next_id, free = self._ids.get((dev, kind), (0, set()))
+        if free:
+            rid = min(free)
+            free.discard(rid)
+        elif next_id < self._limits[kind]:
+            rid = next_id
+            next_id += 1
+        else:
+            code = {Resource.EVENT: 207007, Resource.STREAM: 207008}.get(kind, 207005)
+            raise DriverError(code, f"no free {kind.name.lower()} id on device {dev} (limit {self._limits[kind]})")
+        self._ids[(dev, kind)] = (next_id, free)
+        if kind == Resource.EVENT:
+            self._devices[dev].clear_event_slot(rid)
+        return rid
+
+    def resource_free(self, dev: int, kind: Resource, rid: int) -> None:
+        """Return a resource id."""
+        next_id, free = self._ids.get((dev, kind), (0, set()))
+        free.add(rid)
+        self._ids[(dev, kind)] = (next_id, free)
+
+    # -- queues and tasks --------------------------------------------------------------------
+    def cq_alloc(self, dev: int) -> int:
+        """Allocate a completion queue."""
+        cq_id = self.resource_alloc(dev, Resource.CQ)
+        self._npu(dev).create_cq(cq_id)
+        return cq_id
+
+    def sq_alloc(self, dev: int, stream_id: int, asid: int, priority: int, cq_id: int) -> int:
+        """Allocate an SQ bound to a stream id, an address space and a CQ."""
+        sq_id = self.resource_alloc(dev, Resource.SQ)
+        self._npu(dev).create_sq(sq_id, stream_id, asid, priority, cq_id)
+        return sq_id
+
+    def sq_free(self, dev: int, sq_id: int, discard: bool) -> None:
+        """Free an SQ; discard drops tasks not yet run."""
+        self._npu(dev).destroy_sq(sq_id, discard)
+        self.resource_free(dev, Resource.SQ, sq_id)
+
+    def sq_set_stop_on_error(self, dev: int, sq_id: int, stop: bool) -> None:
+        """Failure mode of the SQ: stop-on-error discards tasks after the first failure."""
+        self._npu(dev).sqs[sq_id].stop_on_error = stop
+
+    def task_send(self, dev: int, sq_id: int, sqe: bytes, param_va: int = 0, params: bytes = b"") -> int:
+        """Submit packed SQEs (and a kernel parameter block); returns at once with the position."""
+        return self._devices[dev].task_send(sq_id, sqe, param_va, params)
+
+    def sq_head(self, dev: int, sq_id: int) -> int:
+        """Tasks of the SQ completed by now on the modelled timeline."""
+        npu = self._npu(dev)
+        npu.catch_up()
+        return npu.sqs[sq_id].model_head
+
+    def sq_wait(self, dev: int, sq_id: int, position: int, timeout_ns: int | None) -> bool:
+        """Host wait until the SQ head reaches position; False on a modelled timeout."""
+        npu = self._npu(dev)
+        sq = npu.sqs[sq_id]
+        return self._wait(npu, lambda: sq.model_head >= position or sq.closed, timeout_ns)
+
+    def device_wait_idle(self, dev: int, timeout_ns: int | None) -> bool:
+        """Host wait until every SQ of the device is drained."""
+        npu = self._npu(dev)
+
+        def idle() -> bool:
+            return all(sq.model_head >= sq.tail for sq in npu.active_sqs())
+
+        return self._wait(npu, idle, timeout_ns)
+
+    def event_read(self, dev: int, event_id: int) -> tuple[int, int]:
+        """(value, timestamp ns) of a device event slot as of the host clock."""
+        npu = self._npu(dev)
+        npu.catch_up()
+        return npu.timeline.slots.get(event_id, (0, 0))
+
+    def event_wait(self, dev: int, event_id: int, value: int, mode: int, timeout_ns: int | None) -> bool:
+        """Host wait on an event slot (TIMELINE: >= value; BINARY: != 0)."""
+        npu = self._npu(dev)
+        slots = npu.timeline.slots
+
+        def reached() -> bool:
+            current = slots.get(event_id, (0, 0))[0]
+            return current != 0 if mode == EventMode.BINARY else current >= value
+
+        return self._wait(npu, reached, timeout_ns)
+
+    def report_receive(self, dev: int, cq_id: int, count: int) -> bytes:
+        """Up to count completion reports posted by now (packed CQEs)."""
+        npu = self._npu(dev)
+        npu.catch_up()
+        return npu.cqs[cq_id].take(count)
+
+    def report_wait(self, dev: int, cq_id: int, timeout_ns: int | None) -> bool:
+        """Host wait until the CQ holds a report (the completion interrupt)."""
+        npu = self._npu(dev)
+        cq = npu.cqs[cq_id]
+        return self._wait(npu, lambda: bool(cq.reports), timeout_ns)
+
+    def _wait(self, npu: Npu, done: Callable[[], bool], timeout_ns: int | None) -> bool:
+        try:
+            return npu.wait_until(done, timeout_ns)
+        except DeviceHang as exc:
+            raise DriverError(507046, f"watchdog: {exc}") from None
+
+    def exceptions(self, dev: int, start: int = 0) -> list[ExceptionRecord]:
+        """Device exception records from index start."""
+        return self._npu(dev).exceptions[start:]
+
+    # -- kernels, callbacks, tracing ---------------------------------------------------------
+    def kernel_load(self, dev: int, name: str) -> int:
+        """Load a registered kernel binary; returns its entry PC. DriverError 507027 if unknown."""
+        try:
+            return self._npu(dev).load_kernel(name)
+        except KeyError:
+            raise DriverError(507027, f"no kernel named {name!r} is registered") from None
+
+    def set_callback_sink(self, dev: int, sink: Callable[[int, int, int, int, int, int], None]) -> None:
+        """Where callback reports of this device go."""
+        self._npu(dev).callback_sink = sink
+
+    def callback_done(self, dev: int, token: int) -> None:
+        """The host finished the callback behind token."""
+        self._npu(dev).callback_done(token)
+
+    def trace_start(self, dev: int) -> None:
+        """Start keeping a record of every task."""
+        timeline = self._npu(dev).timeline
+        if timeline.records is None:
+            timeline.records = []
+
+    def trace_stop(self, dev: int) -> list[TaskRecord]:
+        """Stop recording; returns the records kept (committed up to the host clock)."""
+        npu = self._npu(dev)
+        npu.catch_up()
+        records = npu.timeline.records or []
+        npu.timeline.records = None
+        return records
+
+    def trace_read(self, dev: int) -> list[TaskRecord]:
+        """Records kept so far (tracing continues)."""
+        npu = self._npu(dev)
+        npu.catch_up()
+        records = npu.timeline.records or []
+        npu.timeline.records = [] if npu.timeline.records is not None else None
+        return records
+
+    # -- memory ------------------------------------------------------------------------------
+    def space_create(self, dev: int) -> int:
+        """A new device virtual address space (one per context); returns its id."""
+        self._npu(dev)
+        if self._next_asid >= MAX_ADDRESS_SPACES:
+            raise DriverError(207005, f"no free address space (limit {MAX_ADDRESS_SPACES})")
+        asid = self._next_asid
+        self._next_asid += 1
+        space = AddressSpace(asid, dev)
+        self._spaces[asid] = _SpaceInfo(space, VaAllocator(space.base, space.limit), {})
+        self.fabric.add(space)
+        return asid
+
+    def space_destroy(self, asid: int) -> None:
+        """Drop an address space and free its physical memory."""
+        info = self._spaces.pop(asid, None)
+        if info is None:
+            return
+        npu = self._devices.get(info.space.device_id)
+        for handle in info.chunks.values():
+            if npu is not None:
+                npu.hbm.free(handle)
+        self.fabric.remove(asid)
+
+    def _space(self, asid: int) -> _SpaceInfo:
+        try:
+            return self._spaces[asid]
+        except KeyError:
+            raise DriverError(107002, f"address space {asid} does not exist") from None
+
+    def mem_alloc(self, asid: int, size: int, valid: int, huge: bool) -> int:
+        """Physical pages + a VA range + the mapping, in one call; returns the VA."""
+        info = self._space(asid)
+        handle = self.mem_physical_alloc(info.space.device_id, size, huge)
+        chunk = self._npu(info.space.device_id).hbm.chunk(handle)
+        va = self._reserve(info, chunk.size, chunk.page_size, 0)
+        info.space.map(va, chunk, 0, chunk.size, valid)
+        info.chunks[va] = handle
+        return va
+
+    def mem_free(self, asid: int, va: int) -> int:
+        """Free what mem_alloc made; returns the valid bytes. DriverError 107017 if va is unknown."""
+        info = self._space(asid)
+        handle = info.chunks.pop(va, None)
+        if handle is None:
+            raise DriverError(107017, f"0x{va:x} is not the start of an allocation in this context")
+        mapping = info.space.unmap(va)
+        info.va.release(va)
+        self._npu(info.space.device_id).hbm.free(handle)
+        return mapping.valid
+
+    def mem_physical_alloc(self, dev: int, size: int, huge: bool) -> int:
+        """Physical pages only; returns a handle. DriverError 207001 when HBM is full."""
+        try:
+            chunk = self._npu(dev).hbm.allocate(size, HUGE_PAGE if huge else NORMAL_PAGE)
+        except OutOfDeviceMemory as exc:
+            raise DriverError(207001, f"device {dev} out of memory: {exc}") from None
+        return chunk.handle
+
+    def mem_physical_free(self, dev: int, handle: int) -> None:
+        """Free physical pages by handle."""
+        try:
+            self._npu(dev).hbm.free(handle)
+        except KeyError:
+            raise DriverError(107017, f"physical handle {handle} does not exist") from None
+
+    def mem_reserve(self, asid: int, size: int, alignment: int, expect: int) -> int:
+        """Reserve a VA range without memory behind it."""
+        return self._reserve(self._space(asid), size, max(alignment, NORMAL_PAGE), expect)
+
+    def _reserve(self, info: _SpaceInfo, size: int, alignment: int, expect: int) -> int:
+        try:
+            return info.va.reserve(size, alignment, expect)
+        except AddressRangeError as exc:
+            raise DriverError(207001, str(exc)) from None
+
+    def mem_release(self, asid: int, va: int) -> None:
+        """Release a reserved VA range."""
+        try:
+            self._space(asid).va.release(va)
+        except AddressRangeError as exc:
+            raise DriverError(107017, str(exc)) from None
+
+    def mem_map(self, asid: int, va: int, size: int, offset: int, handle: int) -> None:
+        """Map physical pages behind part of a reservation."""
+        info = self._space(asid)
+        try:
+            chunk = self._npu(info.space.device_id).hbm.chunk(handle)
+            if offset + size > chunk.size:
+                raise DriverError(107000, f"map of {size} bytes at offset {offset} exceeds handle of {chunk.size}")
+            info.space.map(va, chunk, offset, size, size)
+        except (KeyError, ValueError) as exc:
+            raise DriverError(107000, f"cannot map 0x{va:x}: {exc}") from None
+
+    def mem_unmap(self, asid: int, va: int) -> None:
+        """Remove a mapping made by mem_map."""
+        try:
+            self._space(asid).space.unmap(va)
+        except KeyError:
+            raise DriverError(107017, f"nothing is mapped at 0x{va:x}") from None
+
+    def mem_info(self, dev: int) -> tuple[int, int, int, int]:
+        """(free, total, huge used, normal used) bytes of HBM."""
+        hbm = self._npu(dev).hbm
+        return hbm.capacity - hbm.used, hbm.capacity, hbm.used_huge, hbm.used_normal
+
+    def mem_owner(self, address: int) -> tuple[int, int] | None:
+        """(device, asid) whose allocation holds address, or None."""
+        space = self.fabric.owner(address)
+        if space is None or space.mapping_at(address) is None:
+            return None
+        return space.device_id, space.asid
+
+    def mem_extent(self, address: int) -> tuple[int, int, int, int] | None:
+        """(device, asid, start, valid bytes) of the allocation holding address, or None."""
+        space = self.fabric.owner(address)
+        mapping = space.mapping_at(address) if space is not None else None
+        if space is None or mapping is None:
+            return None
+        return space.device_id, space.asid, mapping.va, mapping.valid
+
+    def mem_write(self, asid: int, va: int, data: bytes) -> None:
+        """Write bytes into device memory from the host (argument areas, small uploads)."""
+        parts = self._device_parts(asid, va, len(data), "write")
+        copy_parts([memoryview(data).cast("B")], parts)  # type: ignore[list-item]
+
+    def memcpy(self, asid: int, dst: int, src: int, count: int, kind: int) -> int:
+        """Synchronous copy through SDMA; returns its modelled duration (ns)."""
+        if kind == MEMCPY_HOST_TO_HOST:
+            copy_parts([host_array(src, count)], [host_array(dst, count)])
+            return count // 10  # host memcpy at about 10 GB/s
+        source = [host_array(src, count)] if kind == MEMCPY_HOST_TO_DEVICE else self._device_parts(asid, src, count, "read")
+        target = [host_array(dst, count)] if kind == MEMCPY_DEVICE_TO_HOST else self._device_parts(asid, dst, count, "write")
+        copy_parts(source, target)
+        chip = self.settings.chip
+        gbps = chip.pcie_bandwidth_gbps if kind != MEMCPY_DEVICE_TO_DEVICE else chip.hbm_bandwidth_gbps / 2
+        return self.settings.device_costs.copy_latency_ns + int(count / gbps)
+
+    def memset(self, asid: int, dst: int, value: int, count: int) -> int:
+        """Synchronous memset of device memory; returns its modelled duration (ns)."""
+        for part in self._device_parts(asid, dst, count, "write"):
+            part[...] = value
+        return self.settings.device_costs.copy_latency_ns + int(count / self.settings.chip.hbm_bandwidth_gbps)
+
+    def mem_read(self, asid: int, va: int, count: int) -> bytes:
+        """Read device memory (dump and debugging tools)."""
+        parts = self._device_parts(asid, va, count, "read")
+        return b"".join(part.tobytes() for part in parts)
+
+    def _device_parts(self, asid: int, address: int, count: int, kind: str) -> list:
+        info = self._space(asid)
+        try:
+            space = self.fabric.resolve(address, asid, info.space.device_id, kind, count)
+            return space.segments(address, count, kind)
+        except DeviceFault as fault:
+            raise DriverError(107000, str(fault)) from None

@@ -1,0 +1,205 @@
+"""Built-in kernels: add, mul, relu, gelu, softmax, matmul, cast, spin.
+
+Each computes real results with numpy on views of device memory and states its work for the
+cost model. Arguments: tensors first (inputs, then the output), scalars after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from cannrt.device.descriptors import CoreKind, TensorArg
+from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.registry import (
+    ArgSpecs,
+    Kernel,
+    KernelArgumentError,
+    Work,
+    register_kernel,
+    require_tensors,
+    tensor_nbytes,
+)
+
+ELEMENTS_PER_UNIT = 4096  # elementwise tiling granule (16 KiB of fp32 in UB)
+MATMUL_TILE = 128  # output tile edge the cube tiling hands to blocks
+FLOAT_CODES = {0, 1, 11, 27}
+
+
+def _count(spec: TensorArg) -> int:
+    return int(np.prod(spec.shape, dtype=np.int64))
+
+
+def _vector_rate(spec: TensorArg) -> float:
+    return 2.0 if spec.dtype in (1, 27) else 1.0
+
+
+def _check_same_shape(name: str, specs: ArgSpecs, tensors: int) -> None:
+    args = require_tensors(name, specs, tensors)
+    out = args[-1]
+    for index, spec in enumerate(args[:-1]):
+        try:
+            broadcast = np.broadcast_shapes(spec.shape, out.shape)
+        except ValueError:
+            broadcast = ()
+        if broadcast != tuple(out.shape):
+            raise KernelArgumentError(f"{name}: input {index} shape {spec.shape} does not broadcast to {out.shape}")
+    if out.dtype not in FLOAT_CODES and name in ("gelu", "softmax"):
+        raise KernelArgumentError(f"{name}: output dtype {numpy_dtype(out.dtype)} is not floating point")
+
+
+def _elementwise_work(ops_per_element: float) -> Callable[[ArgSpecs], Work]:
+    def work(specs: ArgSpecs) -> Work:
+        tensors = [s for s in specs if isinstance(s, TensorArg)]
+        out = tensors[-1]
+        count = _count(out)
+        return Work(
+            vector_ops=count * ops_per_element,
+            vector_rate=_vector_rate(out),
+            bytes_read=sum(tensor_nbytes(t) for t in tensors[:-1]),
+            bytes_written=tensor_nbytes(out),
+            units=max(1, -(-count // ELEMENTS_PER_UNIT)),
+        )
+
+    return work
+
+
+def _elementwise(name: str, tensors: int, ops: float, compute: Callable[..., None]) -> Kernel:
+    return register_kernel(
+        Kernel(
+            name=name,
+            compute=compute,
+            work=_elementwise_work(ops),
+            check=lambda specs: _check_same_shape(name, specs, tensors),
+            outputs=(tensors - 1,),
+            core_kind=CoreKind.AIVEC,
+        )
+    )
+
+
+def _add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    np.add(x, y, out=out, casting="unsafe")
+
+
+def _mul(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    np.multiply(x, y, out=out, casting="unsafe")
+
+
+def _relu(x: np.ndarray, out: np.ndarray) -> None:
+    np.maximum(x, 0, out=out, casting="unsafe")
+
+
+def _gelu(x: np.ndarray, out: np.ndarray) -> None:
+    """CANN Gelu (tanh form): y = x / (1 + exp(-1.59576912 * (x + 0.044715 x^3)))."""
+    v = x.astype(np.float32)
+    inner = -1.59576912 * (v + 0.044715 * v * v * v)
+    out[...] = (v / (1.0 + np.exp(inner))).astype(out.dtype)
+
+
+def _softmax(x: np.ndarray, out: np.ndarray, axis: int = -1) -> None:
+    v = x.astype(np.float32)
+    shifted = np.exp(v - v.max(axis=axis, keepdims=True))
+    out[...] = (shifted / shifted.sum(axis=axis, keepdims=True)).astype(out.dtype)
+
+
+def _cast(x: np.ndarray, out: np.ndarray) -> None:
+    out[...] = x.astype(out.dtype)
+
+
+def _check_softmax(specs: ArgSpecs) -> None:
+    _check_same_shape("softmax", specs, 2)
+    x = specs[0]
+    assert isinstance(x, TensorArg)
+    axis = specs[2] if len(specs) > 2 else -1
+    if not isinstance(axis, int) or not -len(x.shape) <= axis < max(1, len(x.shape)):
+        raise KernelArgumentError(f"softmax: axis {axis} out of range for rank {len(x.shape)}")
+    if tuple(x.shape) != tuple(specs[1].shape):  # type: ignore[union-attr]
+        raise KernelArgumentError("softmax: input and output shapes differ")
+
+
+def _check_matmul(specs: ArgSpecs) -> None:
+    a, b, out = require_tensors("matmul", specs, 3)
+    if len(a.shape) != 2 or len(b.shape) != 2 or len(out.shape) != 2:
+        raise KernelArgumentError("matmul: a, b and out must be 2-D")
+    m, k = a.shape
+    k2, n = b.shape
+    if k != k2 or tuple(out.shape) != (m, n):
+        raise KernelArgumentError(f"matmul: shapes {a.shape} x {b.shape} -> {out.shape} do not match")
+    if a.dtype != b.dtype or a.dtype not in (0, 1, 27, 2):
+        raise KernelArgumentError("matmul: a and b must share one of float32, float16, bfloat16, int8")
+
+
+def _matmul_work(specs: ArgSpecs) -> Work:
+    a, b, out = specs[0], specs[1], specs[2]
+    assert isinstance(a, TensorArg) and isinstance(b, TensorArg) and isinstance(out, TensorArg)
+    m, k = a.shape
+    n = b.shape[1]
+    rate = {0: 0.25, 1: 1.0, 27: 1.0, 2: 2.0}[a.dtype]
+    tiles = max(1, -(-m // MATMUL_TILE)) * max(1, -(-n // MATMUL_TILE))
+    # each output tile streams a K-panel of A and of B through L1
+    row_tiles = -(-m // MATMUL_TILE)
+    col_tiles = -(-n // MATMUL_TILE)
+    item = numpy_dtype(a.dtype).itemsize
+    panel_bytes = (row_tiles * col_tiles) * (MATMUL_TILE * k * item * 2)
+    return Work(
+        cube_flops=2.0 * m * n * k,
+        cube_rate=rate,
+        bytes_read=min(panel_bytes, tensor_nbytes(a) * col_tiles + tensor_nbytes(b) * row_tiles),
+        bytes_written=tensor_nbytes(out),
+        units=tiles,
+    )
+
+
+def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """fp32 and int8 straight through; fp16/bf16 accumulate in fp32, then cast to out."""
+    if a.dtype == np.float32 and out.dtype == np.float32:
+        np.matmul(a, b, out=out)
+    elif a.dtype == np.int8:
+        out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)
+    else:
+        acc = np.matmul(a.astype(np.float32), b.astype(np.float32))
+        out[...] = acc.astype(out.dtype)
+
+
+def _spin(duration_ns: int = 0) -> None:
+    """No data: the kernel only occupies its cores for a modelled duration."""
+
+
+def _check_spin(specs: ArgSpecs) -> None:
+    if len(specs) != 1 or not isinstance(specs[0], int) or specs[0] < 0:
+        raise KernelArgumentError("spin takes one argument: a non-negative duration in ns")
+
+
+ADD = _elementwise("add", 3, 1.0, _add)
+MUL = _elementwise("mul", 3, 1.0, _mul)
+RELU = _elementwise("relu", 2, 1.0, _relu)
+GELU = _elementwise("gelu", 2, 8.0, _gelu)
+CAST = _elementwise("cast", 2, 1.0, _cast)
+SOFTMAX = register_kernel(
+    Kernel("softmax", _softmax, _elementwise_work(5.0), _check_softmax, outputs=(1,), core_kind=CoreKind.AIVEC)
+)
+MATMUL = register_kernel(Kernel("matmul", _matmul, _matmul_work, _check_matmul, outputs=(2,), core_kind=CoreKind.AICORE))
+SPIN = register_kernel(
+    Kernel(
+        "spin",
+        _spin,
+        lambda specs: Work(fixed_ns=int(specs[0])),
+        _check_spin,
+        outputs=(),
+        core_kind=CoreKind.AICORE,
+    )
+)
+
+
+
+def _nop() -> None:
+    """The empty kernel: launch-path measurements use it."""
+
+
+def _check_nop(specs: ArgSpecs) -> None:
+    if specs:
+        raise KernelArgumentError("nop takes no arguments")
+
+
+NOP = register_kernel(Kernel("nop", _nop, lambda specs: Work(), _check_nop, outputs=(), core_kind=CoreKind.AIVEC))

@@ -1,0 +1,98 @@
+"""Kernel binaries: name -> numpy implementation + work model + tiling over blockDim.
+
+Models registering a kernel binary with the runtime (rtDevBinaryRegister / rtFunctionRegister):
+users add their own kernels with `register_kernel` exactly as the built-ins are added.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cannrt.device.descriptors import CoreKind, TensorArg
+
+
+class KernelArgumentError(ValueError):
+    """Arguments that do not fit a kernel's signature (shapes, dtypes, counts)."""
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one launch of a kernel does, for the cost model (whole kernel, all blocks)."""
+
+    cube_flops: float = 0.0  # 2 x multiply-adds on the cube unit
+    cube_rate: float = 1.0  # throughput relative to fp16 (bf16 1, fp32 0.25, int8 2)
+    vector_ops: float = 0.0  # element operations on the vector unit
+    vector_rate: float = 1.0  # throughput relative to fp32 lanes (fp16 2)
+    scalar_ops: float = 0.0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    fixed_ns: int = 0  # per-block duration added to the roofline (spin)
+    units: int = 1  # indivisible work units the tiling spreads over blocks
+
+
+Args = Sequence[Any]  # numpy arrays for tensors, Python scalars otherwise
+ArgSpecs = Sequence[TensorArg | int | float]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel binary the device can run."""
+
+    name: str
+    compute: Callable[..., None]  # writes outputs in place; called with arrays and scalars
+    work: Callable[[ArgSpecs], Work]
+    check: Callable[[ArgSpecs], None]  # raises KernelArgumentError
+    outputs: tuple[int, ...]  # argument indices the kernel writes
+    core_kind: CoreKind = CoreKind.AIVEC
+
+    def block_fractions(self, work: Work, block_dim: int) -> list[float]:
+        """Share of the work each block does: units split as evenly as possible."""
+        units = max(1, work.units)
+        base, extra = divmod(units, block_dim)
+        return [(base + (1 if b < extra else 0)) / units for b in range(block_dim)]
+
+
+_REGISTRY: dict[str, Kernel] = {}
+_LOCK = threading.Lock()
+
+
+def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
+    """Add a kernel; ValueError if the name is taken (unless replace)."""
+    with _LOCK:
+        if kernel.name in _REGISTRY and not replace:
+            raise ValueError(f"kernel {kernel.name!r} is already registered")
+        _REGISTRY[kernel.name] = kernel
+    return kernel
+
+
+def get_kernel(name: str) -> Kernel:
+    """The kernel registered under name; KeyError if none."""
+    return _REGISTRY[name]
+
+
+def kernel_names() -> list[str]:
+    """Names of all registered kernels."""
+    return sorted(_REGISTRY)
+
+
+def tensor_nbytes(spec: TensorArg) -> int:
+    """Bytes a tensor argument covers."""
+    from cannrt.dtypes import numpy_dtype
+
+    return int(np.prod(spec.shape, dtype=np.int64)) * numpy_dtype(spec.dtype).itemsize
+
+
+def require_tensors(name: str, specs: ArgSpecs, count: int) -> list[TensorArg]:
+    """The first count arguments as tensors; KernelArgumentError otherwise."""
+    if len(specs) < count:
+        raise KernelArgumentError(f"{name} takes {count} tensors, got {len(specs)} arguments")
+    tensors = list(specs[:count])
+    for index, spec in enumerate(tensors):
+        if not isinstance(spec, TensorArg):
+            raise KernelArgumentError(f"{name}: argument {index} must be a tensor")
+    return tensors  # type: ignore[return-value]

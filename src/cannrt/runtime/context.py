@@ -1,0 +1,149 @@
+"""Contexts: one device address space, a default stream, streams, events and error state.
+
+Models aclrtCreateContext / aclrtSetContext; a device's default context comes from aclrtSetDevice.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from cannrt.device.descriptors import decode_cqes
+from cannrt.driver.hal import DriverError
+from cannrt.errors import CannError, ErrorCode
+from cannrt.runtime.event import Event
+from cannrt.runtime.stream import Stream
+from cannrt.tools.exception_report import format_exception_record
+
+if TYPE_CHECKING:
+    from cannrt.device.task import ExceptionRecord
+    from cannrt.runtime.core import Runtime
+
+DISCARDED_FLAG = 1
+
+
+class Context:
+    """Everything a thread works with on one device."""
+
+    def __init__(self, runtime: Runtime, device_id: int, *, is_default: bool = False) -> None:
+        self.runtime = runtime
+        self.device_id = device_id
+        self.is_default = is_default
+        driver = runtime.driver
+        self.asid = driver.space_create(device_id)
+        self.cq_id = driver.cq_alloc(device_id)
+        self.lock = threading.RLock()
+        self.streams: dict[int, Stream] = {}  # sq id -> stream
+        self.events: set[Event] = set()
+        self.allocations: dict[int, int] = {}  # user VA -> requested bytes
+        self._internal: set[int] = set()
+        self.sticky_code = 0
+        self.sticky_message = ""
+        self.exception_records: list[ExceptionRecord] = []
+        self._exceptions_seen = 0
+        self.destroyed = False
+        self.default_stream = self.create_stream(is_default=True)
+
+    def __repr__(self) -> str:
+        kind = "default " if self.is_default else ""
+        return f"<{kind}Context on device {self.device_id}, {len(self.streams)} streams>"
+
+    # -- objects -----------------------------------------------------------------------------
+    def create_stream(self, priority: int = 0, flags: int = 0, *, is_default: bool = False) -> Stream:
+        """A new stream in this context (aclrtCreateStreamWithConfig)."""
+        self.check_alive()
+        stream = Stream(self, priority, flags, is_default=is_default)
+        with self.lock:
+            self.streams[stream.sq_id] = stream
+        return stream
+
+    def forget_stream(self, stream: Stream) -> None:
+        """Called by a stream as it is destroyed."""
+        with self.lock:
+            self.streams.pop(stream.sq_id, None)
+        self.runtime.callbacks.forget_stream(stream)
+
+    def create_event(self, flags: int = 0x9, *, legacy: bool = False) -> Event:
+        """A new event in this context."""
+        self.check_alive()
+        event = Event(self, flags, legacy=legacy)
+        with self.lock:
+            self.events.add(event)
+        return event
+
+    def forget_event(self, event: Event) -> None:
+        """Called by an event as it is destroyed."""
+        with self.lock:
+            self.events.discard(event)
+
+    def allocate_internal(self, size: int) -> int:
+        """Device memory the runtime itself uses (argument areas)."""
+        va = self._driver_call(lambda: self.runtime.driver.mem_alloc(self.asid, size, size, False))
+        self._internal.add(va)
+        return va
+
+    def free_internal(self, va: int) -> None:
+        """Free runtime-internal memory."""
+        if va in self._internal:
+            self._internal.discard(va)
+            self.runtime.driver.mem_free(self.asid, va)
+
+    @staticmethod
+    def _driver_call(call):  # type: ignore[no-untyped-def]
+        try:
+            return call()
+        except DriverError as exc:
+            raise CannError(exc.code, str(exc)) from None
+
+    # -- error state -------------------------------------------------------------------------
+    def check_alive(self) -> None:
+        """Raise if the context was destroyed."""
+        if self.destroyed:
+            raise CannError(ErrorCode.RT_CONTEXT_NULL, f"context on device {self.device_id} was destroyed")
+
+    def check_sticky(self) -> None:
+        """Raise the sticky error of an earlier device fault (until the device is reset)."""
+        if self.sticky_code:
+            raise CannError(self.sticky_code, self.sticky_message)
+
+    def drain_reports(self) -> None:
+        """Process completion reports: errors become stream errors and the sticky context error."""
+        driver = self.runtime.driver
+        data = driver.report_receive(self.device_id, self.cq_id, 1 << 16)
+        if not data:
+            return
+        new_records = driver.exceptions(self.device_id, self._exceptions_seen)
+        self._exceptions_seen += len(new_records)
+        self.exception_records.extend(r for r in new_records if r.sq_id in self.streams)
+        for cqe in decode_cqes(data):
+            if not cqe.error_code:
+                continue
+            stream = self.streams.get(cqe.sq_id)
+            if stream is not None and not stream.error_code:
+                stream.error_code = cqe.error_code
+            if not cqe.flags & DISCARDED_FLAG and not self.sticky_code:
+                self.sticky_code = cqe.error_code
+                self.sticky_message = self.error_report(stream) or f"device error {cqe.error_code}"
+            if not cqe.flags & DISCARDED_FLAG:
+                self.runtime.report_exception(self, cqe)
+
+    def error_report(self, stream: Stream | None) -> str:
+        """The CANN-style report of the newest fault on stream (or in the context)."""
+        for record in reversed(self.exception_records):
+            if stream is None or record.sq_id == stream.sq_id:
+                return format_exception_record(record)
+        return ""
+
+    # -- teardown ----------------------------------------------------------------------------
+    def destroy(self) -> None:
+        """Discard queued work and free everything (aclrtDestroyContext)."""
+        if self.destroyed:
+            raise CannError(ErrorCode.RT_CONTEXT_NULL, "context was already destroyed")
+        for stream in list(self.streams.values()):
+            stream.release(discard=True)
+        for event in list(self.events):
+            event.destroy()
+        self.destroyed = True
+        self.runtime.driver.space_destroy(self.asid)
+        self.allocations.clear()
+        self._internal.clear()

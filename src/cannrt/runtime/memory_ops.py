@@ -1,0 +1,232 @@
+"""Device memory calls of a context: malloc rules, copies and memsets (aclrtMalloc, aclrtMemcpy...).
+
+aclrtMalloc: size = ALIGN_UP(size + 32, 32) (32 bytes of padding), start 64-byte aligned;
+aclrtMallocAlign32: ALIGN_UP(size, 32) without padding; 1 GiB huge pages are not padded.
+Host pointers are real process addresses.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from cannrt.device.descriptors import SdmaOp
+from cannrt.driver.hal import DriverError
+from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
+
+if TYPE_CHECKING:
+    from cannrt.runtime.context import Context
+    from cannrt.runtime.stream import Stream
+
+PADDING = 32
+HUGE_THRESHOLD = 1 << 20  # HUGE_FIRST uses normal pages up to 1 MiB
+MIN_HOST_ADDRESS = 4096
+
+
+class MallocPolicy(IntEnum):
+    """aclrtMemMallocPolicy."""
+
+    HUGE_FIRST = 0
+    HUGE_ONLY = 1
+    NORMAL_ONLY = 2
+    HUGE_FIRST_P2P = 3
+    HUGE_ONLY_P2P = 4
+    NORMAL_ONLY_P2P = 5
+    HUGE1G_ONLY = 6
+    HUGE1G_ONLY_P2P = 7
+
+
+class MemcpyKind(IntEnum):
+    """aclrtMemcpyKind."""
+
+    HOST_TO_HOST = 0
+    HOST_TO_DEVICE = 1
+    DEVICE_TO_HOST = 2
+    DEVICE_TO_DEVICE = 3
+    DEFAULT = 4
+
+
+class MemAttr(IntEnum):
+    """aclrtMemAttr for get_mem_info."""
+
+    DDR_MEM = 0
+    HBM_MEM = 1
+    DDR_MEM_HUGE = 2
+    DDR_MEM_NORMAL = 3
+    HBM_MEM_HUGE = 4
+    HBM_MEM_NORMAL = 5
+
+
+def align_up(value: int, alignment: int) -> int:
+    """Round value up to a multiple of alignment."""
+    return -(-value // alignment) * alignment
+
+
+def padded_size(size: int, policy: int) -> int:
+    """Bytes aclrtMalloc really takes for size under policy."""
+    if policy in (MallocPolicy.HUGE1G_ONLY, MallocPolicy.HUGE1G_ONLY_P2P):
+        return align_up(size, PADDING)
+    return align_up(size + PADDING, PADDING)
+
+
+def _oom(ctx: Context, size: int, exc: DriverError) -> OutOfMemoryError:
+    free, total, _, _ = ctx.runtime.driver.mem_info(ctx.device_id)
+    return OutOfMemoryError(
+        ErrorCode.RT_MEMORY_ALLOCATION,
+        f"device {ctx.device_id}: requested {size} bytes, {free} free of {total}",
+        requested=size, free=free, total=total,
+    )
+
+
+def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pad: bool = True) -> int:
+    """Allocate device memory in ctx (aclrtMalloc / aclrtMallocAlign32 with pad=False)."""
+    ctx.check_alive()
+    if size <= 0:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"malloc size must be positive, got {size}")
+    try:
+        policy = MallocPolicy(policy)
+    except ValueError:
+        raise CannError(ErrorCode.RT_INVALID_MALLOC_TYPE, f"unknown malloc policy {policy}") from None
+    nbytes = padded_size(size, policy) if pad else align_up(size, PADDING)
+    driver = ctx.runtime.driver
+    ctx.runtime.host_cost(ctx.runtime.settings.host_costs.malloc_ns)
+    huge = policy in (MallocPolicy.HUGE_ONLY, MallocPolicy.HUGE_ONLY_P2P, MallocPolicy.HUGE1G_ONLY,
+                      MallocPolicy.HUGE1G_ONLY_P2P)
+    first_huge = policy in (MallocPolicy.HUGE_FIRST, MallocPolicy.HUGE_FIRST_P2P) and nbytes > HUGE_THRESHOLD
+    try:
+        va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge)
+    except DriverError as exc:
+        if not first_huge:
+            raise _oom(ctx, nbytes, exc) from None
+        try:
+            va = driver.mem_alloc(ctx.asid, nbytes, nbytes, False)
+        except DriverError as again:
+            raise _oom(ctx, nbytes, again) from None
+    ctx.allocations[va] = size
+    return va
+
+
+def free(ctx: Context, va: int) -> None:
+    """Free memory from malloc (aclrtFree)."""
+    if va not in ctx.allocations:
+        owner = ctx.runtime.driver.mem_owner(va)
+        where = "was not allocated by malloc in this context" if owner is None else "is not the start of an allocation of this context"
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"free: 0x{va:x} {where}")
+    del ctx.allocations[va]
+    ctx.runtime.driver.mem_free(ctx.asid, va)
+
+
+def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
+    """(free, total) bytes for a memory attribute (aclrtGetMemInfo)."""
+    try:
+        attr = MemAttr(attr)
+    except ValueError:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memory attribute {attr}") from None
+    if attr in (MemAttr.DDR_MEM, MemAttr.DDR_MEM_NORMAL, MemAttr.DDR_MEM_HUGE):
+        page = os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
+    free, total, huge, normal = ctx.runtime.driver.mem_info(ctx.device_id)
+    if attr == MemAttr.HBM_MEM_HUGE:
+        return free, total - normal
+    if attr == MemAttr.HBM_MEM_NORMAL:
+        return free, total - huge
+    return free, total
+
+
+def _is_device(ctx: Context, address: int) -> bool:
+    return ctx.runtime.driver.mem_owner(address) is not None
+
+
+def resolve_kind(ctx: Context, dst: int, src: int, kind: int) -> MemcpyKind:
+    """Check a copy's pointers against its kind (DEFAULT infers it); RT_PARAM_INVALID otherwise."""
+    try:
+        kind = MemcpyKind(kind)
+    except ValueError:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memcpy kind {kind}") from None
+    src_dev, dst_dev = _is_device(ctx, src), _is_device(ctx, dst)
+    if src_dev and dst_dev:
+        inferred = MemcpyKind.DEVICE_TO_DEVICE
+    elif src_dev:
+        inferred = MemcpyKind.DEVICE_TO_HOST
+    elif dst_dev:
+        inferred = MemcpyKind.HOST_TO_DEVICE
+    else:
+        inferred = MemcpyKind.HOST_TO_HOST
+    if kind != MemcpyKind.DEFAULT and kind != inferred:
+        raise CannError(
+            ErrorCode.RT_PARAM_INVALID,
+            f"memcpy kind {kind.name} does not match the pointers (src is {'device' if src_dev else 'host'}, "
+            f"dst is {'device' if dst_dev else 'host'})",
+        )
+    return inferred
+
+
+def check_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int) -> None:
+    """Validate pointers and sizes of a copy; raises CannError(RT_PARAM_INVALID) with the numbers."""
+    ctx.check_alive()
+    ctx.check_sticky()
+    if dst < MIN_HOST_ADDRESS or src < MIN_HOST_ADDRESS:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"null pointer (dst=0x{dst:x}, src=0x{src:x})")
+    if count < 0 or dst_max < 0:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"negative size (count={count}, dst_max={dst_max})")
+    if count > dst_max:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"count {count} exceeds dst_max {dst_max}", count=count, dst_max=dst_max)
+
+
+def check_device_range(ctx: Context, address: int, count: int, role: str) -> None:
+    """The whole range must lie in one allocation of this context or of a peer device."""
+    extent = ctx.runtime.driver.mem_extent(address)
+    if extent is None:
+        return
+    device, asid, start, valid = extent
+    if device == ctx.device_id and asid != ctx.asid:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{role} 0x{address:x} belongs to another context on device {device}")
+    if address + count > start + valid:
+        raise CannError(
+            ErrorCode.RT_PARAM_INVALID,
+            f"{role} range of {count} bytes at 0x{address:x} runs {address + count - start - valid} bytes past "
+            f"its allocation at 0x{start:x} of size {valid}",
+            address=address, count=count, allocation=start, size=valid,
+        )
+
+
+def memcpy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> None:
+    """Synchronous copy (aclrtMemcpy)."""
+    check_copy(ctx, dst, dst_max, src, count)
+    resolved = resolve_kind(ctx, dst, src, kind)
+    if count == 0:
+        return
+    check_device_range(ctx, src, count, "src")
+    check_device_range(ctx, dst, count, "dst")
+    try:
+        duration = ctx.runtime.driver.memcpy(ctx.asid, dst, src, count, resolved)
+    except DriverError as exc:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
+    ctx.runtime.host_cost(duration)
+
+
+def memcpy_async(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int, stream: Stream) -> None:
+    """Asynchronous copy on a stream (aclrtMemcpyAsync): an SDMA task."""
+    check_copy(ctx, dst, dst_max, src, count)
+    resolved = resolve_kind(ctx, dst, src, kind)
+    check_device_range(ctx, src, count, "src")
+    check_device_range(ctx, dst, count, "dst")
+    stream.submit_sdma(SdmaOp.COPY, resolved, src, dst, count)
+
+
+def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream: Stream | None = None) -> None:
+    """Fill bytes with value (aclrtMemset, or aclrtMemsetAsync with a stream); host or device memory."""
+    check_copy(ctx, dst, dst_max, dst, count)
+    if not 0 <= value <= 255:
+        value &= 0xFF
+    device = _is_device(ctx, dst)
+    if device:
+        check_device_range(ctx, dst, count, "dst")
+    if stream is not None:
+        stream.submit_sdma(SdmaOp.MEMSET, 3 if device else 0, 0, dst, count, value)
+    elif device:
+        ctx.runtime.host_cost(ctx.runtime.driver.memset(ctx.asid, dst, value, count))
+    else:
+        ctypes.memset(dst, value, count)

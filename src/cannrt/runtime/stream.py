@@ -1,0 +1,195 @@
+"""Streams: in-order task queues, each backed by one SQ (models aclrtCreateStream and friends)."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from cannrt.device.descriptors import (
+    CALLBACK_SQE,
+    EVENT_SQE,
+    KERNEL_SQE,
+    MAX_PARAM_BYTES,
+    SDMA_SQE,
+    WR_CQE,
+    SqeType,
+)
+from cannrt.driver.hal import DriverError
+from cannrt.errors import CannError, CannTimeout, ErrorCode
+
+if TYPE_CHECKING:
+    from cannrt.runtime.context import Context
+
+PRIORITY_HIGHEST = 0
+PRIORITY_LOWEST = 7
+STREAM_FAST_LAUNCH = 0x1
+STREAM_FAST_SYNC = 0x2
+
+
+class Stream:
+    """An in-order queue of device tasks; tasks of different streams may run concurrently."""
+
+    def __init__(self, context: Context, priority: int = 0, flags: int = 0, *, is_default: bool = False) -> None:
+        self.context = context
+        self.priority = min(max(priority, PRIORITY_HIGHEST), PRIORITY_LOWEST)  # out of range clamps
+        self.flags = flags
+        self.is_default = is_default
+        self.device_id = context.device_id
+        runtime = context.runtime
+        self._driver = runtime.driver
+        self._clock = runtime.driver.clock
+        self._costs = runtime.settings.host_costs
+        self.stream_id = self._alloc_id()
+        self.sq_id = self._driver.sq_alloc(self.device_id, self.stream_id, context.asid, self.priority, context.cq_id)
+        self.depth = runtime.settings.chip.sq_depth
+        self.tail = 0  # tasks submitted (monotonic)
+        self.destroyed = False
+        self.stop_on_error = False
+        self.error_code = 0  # first device error seen on this stream and not yet reported
+        self.creator_thread = threading.get_ident()
+        self._param_base = 0  # argument area: one MAX_PARAM_BYTES slot per SQ entry
+        self.wr_cqe_all = False  # profiling asks for a report of every task
+
+    def _alloc_id(self) -> int:
+        from cannrt.driver.hal import Resource
+
+        try:
+            return self._driver.resource_alloc(self.device_id, Resource.STREAM)
+        except DriverError as exc:
+            raise CannError(exc.code, str(exc)) from None
+
+    def __repr__(self) -> str:
+        kind = "default " if self.is_default else ""
+        return f"<{kind}Stream {self.stream_id} on device {self.device_id}, {self.tail} tasks>"
+
+    # -- submission --------------------------------------------------------------------------
+    def check_usable(self) -> None:
+        """Raise if the stream was destroyed or its context carries a sticky error."""
+        if self.destroyed:
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
+        self.context.check_sticky()
+
+    def _flags(self) -> int:
+        return WR_CQE if self.wr_cqe_all else 0
+
+    def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes) -> int:
+        """Send a kernel SQE (and its parameter block); returns the task position."""
+        if self.destroyed or self.context.sticky_code:
+            self.check_usable()
+        position = self.tail
+        param_va = 0
+        if params:
+            param_va = self._param_area() + (position % self.depth) * MAX_PARAM_BYTES
+        sqe = KERNEL_SQE.pack(
+            SqeType.KERNEL, self._flags(), block_dim, self.stream_id, position & 0xFFFF,
+            0, 0, 1 if params else 0, core_kind, len(params), pc, param_va,
+        )
+        self._clock.now_ns += self._costs.launch_ns
+        self._driver.task_send(self.device_id, self.sq_id, sqe, param_va, params)
+        self.tail = position + 1
+        return position
+
+    def _param_area(self) -> int:
+        if not self._param_base:
+            size = self.depth * MAX_PARAM_BYTES
+            self._param_base = self.context.allocate_internal(size)
+        return self._param_base
+
+    def submit_event(self, sqe_type: int, event_id: int, mode: int, value: int) -> int:
+        """Send an event record / wait / write-value SQE."""
+        self.check_usable()
+        position = self.tail
+        sqe = EVENT_SQE.pack(sqe_type, self._flags(), 0, self.stream_id, position & 0xFFFF, event_id, mode, value)
+        self._clock.now_ns += self._costs.event_ns
+        self._driver.task_send(self.device_id, self.sq_id, sqe)
+        self.tail = position + 1
+        return position
+
+    def submit_sdma(self, op: int, kind: int, src: int, dst: int, length: int, value: int = 0) -> int:
+        """Send a copy or memset SQE."""
+        self.check_usable()
+        position = self.tail
+        sqe = SDMA_SQE.pack(
+            SqeType.SDMA, self._flags(), 0, self.stream_id, position & 0xFFFF, op, kind, value, src, dst, length
+        )
+        self._clock.now_ns += self._costs.memcpy_async_ns
+        self._driver.task_send(self.device_id, self.sq_id, sqe)
+        self.tail = position + 1
+        return position
+
+    def submit_callback(self, callback_id: int, block: bool) -> int:
+        """Send a host-callback placeholder SQE."""
+        self.check_usable()
+        position = self.tail
+        sqe = CALLBACK_SQE.pack(SqeType.PLACE_HOLDER, WR_CQE, 0, self.stream_id, position & 0xFFFF, callback_id, int(block))
+        self._clock.now_ns += self._costs.call_ns
+        self._driver.task_send(self.device_id, self.sq_id, sqe)
+        self.tail = position + 1
+        return position
+
+    # -- observation -------------------------------------------------------------------------
+    def query(self) -> bool:
+        """True if every task submitted so far has completed (models aclrtStreamQuery)."""
+        self.check_usable()
+        self._clock.now_ns += self._costs.call_ns
+        done = self._driver.sq_head(self.device_id, self.sq_id) >= self.tail
+        self.context.drain_reports()
+        return done
+
+    def synchronize(self, timeout_ms: int | None = None) -> None:
+        """Block until every submitted task completed; CannTimeout(507046) after timeout_ms of
+        modelled time; a device error on this stream raises its code (aclrtSynchronizeStream)."""
+        if self.destroyed:
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
+        self._clock.now_ns += self._costs.sync_ns
+        timeout_ns = None if timeout_ms is None or timeout_ms < 0 else int(timeout_ms * 1_000_000)
+        try:
+            finished = self._driver.sq_wait(self.device_id, self.sq_id, self.tail, timeout_ns)
+        except DriverError as exc:
+            raise CannTimeout(exc.code, str(exc)) from None
+        self.context.drain_reports()
+        if not finished:
+            head = self._driver.sq_head(self.device_id, self.sq_id)
+            raise CannTimeout(
+                ErrorCode.RT_STREAM_SYNC_TIMEOUT,
+                f"stream {self.stream_id}: {self.tail - head} of {self.tail} tasks not complete after {timeout_ms} ms",
+                pending=self.tail - head, timeout_ms=timeout_ms,
+            )
+        self.raise_pending_error()
+
+    def raise_pending_error(self) -> None:
+        """Raise the device error this stream saw (once), then any sticky context error."""
+        code, self.error_code = self.error_code, 0
+        if code:
+            raise CannError(code, self.context.error_report(self) or f"task failed on stream {self.stream_id}")
+        self.context.check_sticky()
+
+    def set_failure_mode(self, stop_on_error: bool) -> None:
+        """Continue-on-error (default) or stop-on-error (models aclrtSetStreamFailureMode)."""
+        self.check_usable()
+        self.stop_on_error = stop_on_error
+        self._driver.sq_set_stop_on_error(self.device_id, self.sq_id, stop_on_error)
+
+    def destroy(self, force: bool = False) -> None:
+        """Destroy: wait for pending tasks first, or discard them with force (destroy_stream_force)."""
+        if self.destroyed:
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was already destroyed")
+        if self.is_default:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, "the default stream cannot be destroyed")
+        if not force:
+            try:
+                self._driver.sq_wait(self.device_id, self.sq_id, self.tail, None)
+            except DriverError:
+                pass
+        self.release(discard=force)
+
+    def release(self, discard: bool) -> None:
+        """Give the SQ, stream id and argument area back (no waiting)."""
+        from cannrt.driver.hal import Resource
+
+        self.destroyed = True
+        self._driver.sq_free(self.device_id, self.sq_id, discard)
+        self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
+        if self._param_base:
+            self.context.free_internal(self._param_base)
+        self.context.forget_stream(self)

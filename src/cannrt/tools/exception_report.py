@@ -1,0 +1,37 @@
+"""The AI Core error report in CANN's log wording (REFERENCE.md section 7); tools parse it."""
+
+from __future__ import annotations
+
+from cannrt.device.task import ExceptionRecord
+
+
+def _bits_word(bits: tuple[str, ...], names: tuple[str, ...]) -> int:
+    return sum(1 << i for i, name in enumerate(names) if name in bits)
+
+
+MTE_BITS = ("MTE_READ_OVERFLOW", "MTE_WRITE_OVERFLOW", "MTE_ERR_ADDR_MISALIGN", "MTE_ILLEGAL_STRIDE")
+CCU_BITS = ("CCU_DIV0", "CCU_ILLEGAL_INSTR")
+VEC_BITS = ("VEC_DIV0", "VEC_INF_NAN", "VEC_NEG_SQRT")
+BIU_BITS = ("BIU_L2_READ_OOB", "BIU_L2_WRITE_OOB")
+
+
+def format_exception_record(record: ExceptionRecord) -> str:
+    """The error line, the register dump, the error-code table and the failing SQE's 16 words."""
+    mte = _bits_word(record.error_bits, MTE_BITS)
+    ccu = _bits_word(record.error_bits, CCU_BITS)
+    vec = _bits_word(record.error_bits, VEC_BITS)
+    biu = _bits_word(record.error_bits, BIU_BITS)
+    mask = (mte and 0x1) | (ccu and 0x2) | (vec and 0x4) | (biu and 0x8)
+    lines = [
+        f"The error from device({record.device_id}), serial number is {record.serial}, there is an error of "
+        f"aicore, core id is {record.core_id}, error code = 0x{mask:x}, dump info: pc start: 0x{record.pc_start:x}, "
+        f"current: 0x{record.pc_current:x}, vec error info: 0x{vec:x}, mte error info: 0x{mte:x}, "
+        f"ifu error info: 0x0, ccu error info: 0x{ccu:x}, cube error info: 0x0, biu error info: 0x{biu:x}, "
+        f"aic error mask: 0x{mask:x}, para base: 0x{record.para_base:x}, errorStr: {record.message}",
+        f"kernel {record.kernel_name or '?'} on stream {record.stream_id}, task {record.task_id}, "
+        f"error bits: {', '.join(record.error_bits)}, runtime code {record.error_code}",
+        "register dump: " + ", ".join(f"{name}=0x{value:x}" for name, value in record.registers.items()),
+        f"core {record.core_id}: error code 0x{mask:x}",
+    ]
+    lines.extend(f"sqe[{i}]=0x{word:08x}" for i, word in enumerate(record.sqe_words))
+    return "\n".join(lines)
