@@ -2,5 +2,35 @@
 
 from __future__ import annotations
 
+from cannrt.api import Device, DeviceArray, Event, Stream, current_stream, device_count
+from cannrt.config import ChipSpec, Settings, chip_preset, load_settings
+from cannrt.errors import CannError, CannTimeout, ErrorCode, OutOfMemoryError
+from cannrt.kernels import Kernel, KernelArgumentError, Work, kernel_names, register_kernel
+from cannrt.runtime.core import get_runtime, reset_runtime
+
 __version__ = "0.1.0"
 
+__all__ = [
+    "CannError",
+    "CannTimeout",
+    "ChipSpec",
+    "Device",
+    "DeviceArray",
+    "ErrorCode",
+    "Event",
+    "Kernel",
+    "KernelArgumentError",
+    "OutOfMemoryError",
+    "Settings",
+    "Stream",
+    "Work",
+    "__version__",
+    "chip_preset",
+    "current_stream",
+    "device_count",
+    "get_runtime",
+    "kernel_names",
+    "load_settings",
+    "register_kernel",
+    "reset_runtime",
+]

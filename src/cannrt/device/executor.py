@@ -221,7 +221,9 @@ class Executor:
         space = self.npu.fabric.resolve(address, task.sq.asid, self.npu.device_id, kind, nbytes)
         return space.segments(address, nbytes, kind)
 
-    def _fail(self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, arg_index: int = 0) -> None:
+    def _fail(
+        self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, arg_index: int = 0
+    ) -> None:
         task.status = code
         task.fault = self.npu.exception_record(task, code, error_type, bits, message, arg_index)
 

@@ -243,8 +243,16 @@ class Npu:
         error_type = task.fault.error_type if task.fault else 0
         flags = 1 if task.discarded else 0
         self.cqs[task.sq.cq_id].post(
-            sqe.stream_id, sqe.task_id, task.status, error_type, sqe.sqe_type, task.sq.sq_id,
-            task.position + 1, flags, task.start_ns, task.end_ns,
+            sqe.stream_id,
+            sqe.task_id,
+            task.status,
+            error_type,
+            sqe.sqe_type,
+            task.sq.sq_id,
+            task.position + 1,
+            flags,
+            task.start_ns,
+            task.end_ns,
         )
 
     def exception_record(
@@ -260,10 +268,21 @@ class Npu:
             if address is not None:
                 registers[f"x{index}"] = address
         record = ExceptionRecord(
-            serial=len(self.exceptions) + 1, device_id=self.device_id, stream_id=sqe.stream_id,
-            task_id=sqe.task_id, sq_id=task.sq.sq_id, core_id=0, error_code=code, error_type=error_type,
-            error_bits=bits, pc_start=pc, pc_current=registers["pc"], para_base=param, message=message,
-            kernel_name=task.kernel.name if task.kernel else "", registers=registers,
+            serial=len(self.exceptions) + 1,
+            device_id=self.device_id,
+            stream_id=sqe.stream_id,
+            task_id=sqe.task_id,
+            sq_id=task.sq.sq_id,
+            core_id=0,
+            error_code=code,
+            error_type=error_type,
+            error_bits=bits,
+            pc_start=pc,
+            pc_current=registers["pc"],
+            para_base=param,
+            message=message,
+            kernel_name=task.kernel.name if task.kernel else "",
+            registers=registers,
             sqe_words=SQE_WORDS.unpack(task.sqe_bytes),
         )
         self.exceptions.append(record)

@@ -73,9 +73,10 @@ class Timeline:
         self._seq = 0
         cores = self.chip.enabled_cores()
         per_core = max(1, self.chip.vector_core_count // max(1, self.chip.aicore_count))
-        self.free_at: dict[int, dict[int, int]] = {
-            CoreKind.AICORE: {core: 0 for core in cores},
-            CoreKind.AIVEC: {core * per_core + v: 0 for core in cores for v in range(per_core)},
+        # per engine kind, a heap of (free at, physical core id): least-loaded first, then lowest id
+        self.core_heaps: dict[int, list[tuple[int, int]]] = {
+            CoreKind.AICORE: [(0, core) for core in cores],
+            CoreKind.AIVEC: [(0, core * per_core + v) for core in cores for v in range(per_core)],
         }
         self.sdma_free = [0] * self.chip.sdma_engines
         self.slots: dict[int, tuple[int, int]] = {}  # event id -> (value, timestamp ns)
@@ -216,13 +217,12 @@ class Timeline:
     def _try_kernel(self, sq: SubmissionQueue, task: Task) -> None:
         sqe = task.sqe
         assert isinstance(sqe, KernelSqe)
-        free = self.free_at[CoreKind.AIVEC if sqe.core_kind == CoreKind.AIVEC else CoreKind.AICORE]
-        earliest = min(free.values())
-        if earliest > self.now:
-            self._park_for_resources(sq, earliest)
+        heap = self.core_heaps[CoreKind.AIVEC if sqe.core_kind == CoreKind.AIVEC else CoreKind.AICORE]
+        if heap[0][0] > self.now:
+            self._park_for_resources(sq, heap[0][0])
             return
         start = self.now + self.costs.dispatch_ns
-        end, cores, pipes, hit = self._place_blocks(task, sqe, free, start)
+        end, cores, pipes, hit = self._place_blocks(task, sqe, heap, start)
         task.cores = cores
         task.aux = (pipes, hit)
         if task.fault is not None:
@@ -230,30 +230,31 @@ class Timeline:
         self._start(sq, task, max(end, start + self.costs.kernel_floor_ns))
 
     def _place_blocks(
-        self, task: Task, sqe: KernelSqe, free: dict[int, int], start: int
+        self, task: Task, sqe: KernelSqe, heap: list[tuple[int, int]], start: int
     ) -> tuple[int, tuple[int, ...], PipeTimes | None, float]:
         """Blocks onto least-loaded cores (earliest free, then lowest id); returns end and usage."""
         kernel = task.kernel
         block_dim = max(1, sqe.block_dim)
         if kernel is None or task.status:
-            return start, (min(free, key=lambda c: (free[c], c)),), None, 0.0
+            return start, (heap[0][1],), None, 0.0
         work = kernel.work(task.args)
         hit = self._l2_access(task, kernel.outputs)
-        active = min(block_dim, len(free))
+        active = min(block_dim, len(heap))
         costs: dict[float, PipeTimes] = {}
-        heap = sorted((max(t, start), core) for core, t in free.items())
         used: list[int] = []
         end = start
         totals = [0.0] * 6
+        launch_ns = self.costs.block_launch_ns
         for fraction in kernel.block_fractions(work, block_dim):
             pipes = costs.get(fraction)
             if pipes is None:
                 pipes = costs[fraction] = block_cost(work, fraction, self.chip, active, hit)
-            at, core = heapq.heappop(heap)
-            finish = at + int(pipes.total_ns) + (self.costs.block_launch_ns if at > start else 0)
-            heapq.heappush(heap, (finish, core))
-            free[core] = finish
-            end = max(end, finish)
+            free_at, core = heap[0]
+            at = free_at if free_at > start else start
+            finish = at + int(pipes.total_ns) + (launch_ns if at > start else 0)
+            heapq.heapreplace(heap, (finish, core))
+            if finish > end:
+                end = finish
             if core not in used:
                 used.append(core)
             for i, value in enumerate(pipes):
@@ -306,7 +307,19 @@ class Timeline:
         elif isinstance(sqe, SdmaSqe):
             read = written = sqe.length
         return TaskRecord(
-            self.npu.device_id, sqe.stream_id, sqe.task_id, task.sq.sq_id, sqe.sqe_type, name,
-            sqe.block_dim, task.start_ns, task.end_ns, task.cores, pipes, hit, read, written,
+            self.npu.device_id,
+            sqe.stream_id,
+            sqe.task_id,
+            task.sq.sq_id,
+            sqe.sqe_type,
+            name,
+            sqe.block_dim,
+            task.start_ns,
+            task.end_ns,
+            task.cores,
+            pipes,
+            hit,
+            read,
+            written,
             task.status,
         )

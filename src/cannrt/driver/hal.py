@@ -397,8 +397,12 @@ class Driver:
         if kind == MEMCPY_HOST_TO_HOST:
             copy_parts([host_array(src, count)], [host_array(dst, count)])
             return count // 10  # host memcpy at about 10 GB/s
-        source = [host_array(src, count)] if kind == MEMCPY_HOST_TO_DEVICE else self._device_parts(asid, src, count, "read")
-        target = [host_array(dst, count)] if kind == MEMCPY_DEVICE_TO_HOST else self._device_parts(asid, dst, count, "write")
+        source = (
+            [host_array(src, count)] if kind == MEMCPY_HOST_TO_DEVICE else self._device_parts(asid, src, count, "read")
+        )
+        target = (
+            [host_array(dst, count)] if kind == MEMCPY_DEVICE_TO_HOST else self._device_parts(asid, dst, count, "write")
+        )
         copy_parts(source, target)
         chip = self.settings.chip
         gbps = chip.pcie_bandwidth_gbps if kind != MEMCPY_DEVICE_TO_DEVICE else chip.hbm_bandwidth_gbps / 2

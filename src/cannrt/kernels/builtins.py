@@ -179,7 +179,9 @@ CAST = _elementwise("cast", 2, 1.0, _cast)
 SOFTMAX = register_kernel(
     Kernel("softmax", _softmax, _elementwise_work(5.0), _check_softmax, outputs=(1,), core_kind=CoreKind.AIVEC)
 )
-MATMUL = register_kernel(Kernel("matmul", _matmul, _matmul_work, _check_matmul, outputs=(2,), core_kind=CoreKind.AICORE))
+MATMUL = register_kernel(
+    Kernel("matmul", _matmul, _matmul_work, _check_matmul, outputs=(2,), core_kind=CoreKind.AICORE)
+)
 SPIN = register_kernel(
     Kernel(
         "spin",
@@ -190,7 +192,6 @@ SPIN = register_kernel(
         core_kind=CoreKind.AICORE,
     )
 )
-
 
 
 def _nop() -> None:

@@ -63,7 +63,9 @@ class CallbackHub:
         """Unbind (aclrtUnSubscribeReport)."""
         with self._lock:
             if self._subscriptions.get(stream) != thread_id:
-                raise CannError(ErrorCode.RT_STREAM_NO_CB_REG, f"stream {stream.stream_id} is not subscribed to thread {thread_id}")
+                raise CannError(
+                    ErrorCode.RT_STREAM_NO_CB_REG, f"stream {stream.stream_id} is not subscribed to thread {thread_id}"
+                )
             del self._subscriptions[stream]
 
     def forget_stream(self, stream: Stream) -> None:
@@ -131,7 +133,9 @@ class CallbackHub:
             if self._host_worker is not None:
                 return
             inbox = self._queues.setdefault(HOST_FUNC_THREAD, queue.Queue())
-            self._host_worker = threading.Thread(target=self._host_loop, args=(inbox,), name="cannrt-hostfunc", daemon=True)
+            self._host_worker = threading.Thread(
+                target=self._host_loop, args=(inbox,), name="cannrt-hostfunc", daemon=True
+            )
             self._host_worker.start()
 
     def _host_loop(self, inbox: queue.Queue[_Report]) -> None:

@@ -140,7 +140,9 @@ class Runtime:
         """The calling thread's context; CannError(RT_CONTEXT_NULL) if none."""
         context: Context | None = getattr(self._local, "context", None)
         if context is None or context.destroyed:
-            raise CannError(ErrorCode.RT_CONTEXT_NULL, "no current context on this thread: call set_device or set_context")
+            raise CannError(
+                ErrorCode.RT_CONTEXT_NULL, "no current context on this thread: call set_device or set_context"
+            )
         return context
 
     def current_context_or_none(self) -> Context | None:

@@ -76,7 +76,9 @@ def _oom(ctx: Context, size: int, exc: DriverError) -> OutOfMemoryError:
     return OutOfMemoryError(
         ErrorCode.RT_MEMORY_ALLOCATION,
         f"device {ctx.device_id}: requested {size} bytes, {free} free of {total}",
-        requested=size, free=free, total=total,
+        requested=size,
+        free=free,
+        total=total,
     )
 
 
@@ -92,8 +94,12 @@ def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pa
     nbytes = padded_size(size, policy) if pad else align_up(size, PADDING)
     driver = ctx.runtime.driver
     ctx.runtime.host_cost(ctx.runtime.settings.host_costs.malloc_ns)
-    huge = policy in (MallocPolicy.HUGE_ONLY, MallocPolicy.HUGE_ONLY_P2P, MallocPolicy.HUGE1G_ONLY,
-                      MallocPolicy.HUGE1G_ONLY_P2P)
+    huge = policy in (
+        MallocPolicy.HUGE_ONLY,
+        MallocPolicy.HUGE_ONLY_P2P,
+        MallocPolicy.HUGE1G_ONLY,
+        MallocPolicy.HUGE1G_ONLY_P2P,
+    )
     first_huge = policy in (MallocPolicy.HUGE_FIRST, MallocPolicy.HUGE_FIRST_P2P) and nbytes > HUGE_THRESHOLD
     try:
         va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge)
@@ -112,7 +118,11 @@ def free(ctx: Context, va: int) -> None:
     """Free memory from malloc (aclrtFree)."""
     if va not in ctx.allocations:
         owner = ctx.runtime.driver.mem_owner(va)
-        where = "was not allocated by malloc in this context" if owner is None else "is not the start of an allocation of this context"
+        where = (
+            "was not allocated by malloc in this context"
+            if owner is None
+            else "is not the start of an allocation of this context"
+        )
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"free: 0x{va:x} {where}")
     del ctx.allocations[va]
     ctx.runtime.driver.mem_free(ctx.asid, va)
@@ -172,7 +182,9 @@ def check_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int) -> No
     if count < 0 or dst_max < 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"negative size (count={count}, dst_max={dst_max})")
     if count > dst_max:
-        raise CannError(ErrorCode.RT_PARAM_INVALID, f"count {count} exceeds dst_max {dst_max}", count=count, dst_max=dst_max)
+        raise CannError(
+            ErrorCode.RT_PARAM_INVALID, f"count {count} exceeds dst_max {dst_max}", count=count, dst_max=dst_max
+        )
 
 
 def check_device_range(ctx: Context, address: int, count: int, role: str) -> None:
@@ -182,13 +194,18 @@ def check_device_range(ctx: Context, address: int, count: int, role: str) -> Non
         return
     device, asid, start, valid = extent
     if device == ctx.device_id and asid != ctx.asid:
-        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{role} 0x{address:x} belongs to another context on device {device}")
+        raise CannError(
+            ErrorCode.RT_PARAM_INVALID, f"{role} 0x{address:x} belongs to another context on device {device}"
+        )
     if address + count > start + valid:
         raise CannError(
             ErrorCode.RT_PARAM_INVALID,
             f"{role} range of {count} bytes at 0x{address:x} runs {address + count - start - valid} bytes past "
             f"its allocation at 0x{start:x} of size {valid}",
-            address=address, count=count, allocation=start, size=valid,
+            address=address,
+            count=count,
+            allocation=start,
+            size=valid,
         )
 
 

@@ -81,8 +81,18 @@ class Stream:
         if params:
             param_va = self._param_area() + (position % self.depth) * MAX_PARAM_BYTES
         sqe = KERNEL_SQE.pack(
-            SqeType.KERNEL, self._flags(), block_dim, self.stream_id, position & 0xFFFF,
-            0, 0, 1 if params else 0, core_kind, len(params), pc, param_va,
+            SqeType.KERNEL,
+            self._flags(),
+            block_dim,
+            self.stream_id,
+            position & 0xFFFF,
+            0,
+            0,
+            1 if params else 0,
+            core_kind,
+            len(params),
+            pc,
+            param_va,
         )
         self._clock.now_ns += self._costs.launch_ns
         self._driver.task_send(self.device_id, self.sq_id, sqe, param_va, params)
@@ -121,7 +131,9 @@ class Stream:
         """Send a host-callback placeholder SQE."""
         self.check_usable()
         position = self.tail
-        sqe = CALLBACK_SQE.pack(SqeType.PLACE_HOLDER, WR_CQE, 0, self.stream_id, position & 0xFFFF, callback_id, int(block))
+        sqe = CALLBACK_SQE.pack(
+            SqeType.PLACE_HOLDER, WR_CQE, 0, self.stream_id, position & 0xFFFF, callback_id, int(block)
+        )
         self._clock.now_ns += self._costs.call_ns
         self._driver.task_send(self.device_id, self.sq_id, sqe)
         self.tail = position + 1
@@ -153,7 +165,8 @@ class Stream:
             raise CannTimeout(
                 ErrorCode.RT_STREAM_SYNC_TIMEOUT,
                 f"stream {self.stream_id}: {self.tail - head} of {self.tail} tasks not complete after {timeout_ms} ms",
-                pending=self.tail - head, timeout_ms=timeout_ms,
+                pending=self.tail - head,
+                timeout_ms=timeout_ms,
             )
         self.raise_pending_error()
 
