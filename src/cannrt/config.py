@@ -29,12 +29,14 @@ class ChipSpec:
     clock_mhz: float = 1850.0
     hbm_bytes: int = 64 * GIB
     hbm_bandwidth_gbps: float = 1600.0  # GB/s, a guess: public figures vary (0.77-1.6 TB/s)
+    hbm_efficiency: float = 0.8  # sustained fraction of HBM bandwidth (streams reach ~1.25 TB/s)
     l2_bytes: int = 192 * MIB
     l2_bandwidth_gbps: float = 4000.0  # GB/s aggregate, a guess
     ub_bytes: int = 192 * KIB
     cube_macs_per_cycle: int = 16 * 16 * 16  # fp16 m/n/k tile per cycle per core
     vector_ops_per_cycle: int = 128  # fp32 lanes per vector core per cycle
     core_gm_read_gbps: float = 220.0  # per-core GM->UB cap
+    core_l1_read_gbps: float = 264.0  # per-core GM->L1 cap (MTE2)
     core_gm_write_gbps: float = 186.8  # per-core UB->GM cap
     sdma_engines: int = 4
     pcie_bandwidth_gbps: float = 24.0  # host <-> device copies

@@ -29,8 +29,9 @@ class Work:
     vector_ops: float = 0.0  # element operations on the vector unit
     vector_rate: float = 1.0  # throughput relative to fp32 lanes (fp16 2)
     scalar_ops: float = 0.0
-    bytes_read: int = 0
+    bytes_read: int = 0  # unique bytes read from global memory (HBM, or L2 when resident)
     bytes_written: int = 0
+    l2_bytes_read: int = 0  # re-reads of data already pulled on chip once (served by L2)
     fixed_ns: int = 0  # per-block duration added to the roofline (spin)
     units: int = 1  # indivisible work units the tiling spreads over blocks
 
