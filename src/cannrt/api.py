@@ -89,6 +89,11 @@ class Device:
         self.runtime.reset_device(self.index)
 
 
+def _RUNTIME_LAUNCH(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any]) -> int:
+    """Launch through the runtime that owns the stream."""
+    return stream.context.runtime.launch(stream, kernel, block_dim, specs)
+
+
 class Stream:
     """An in-order task queue; `with stream:` makes it the current stream for array copies."""
 
@@ -127,6 +132,9 @@ class Stream:
 
     def launch(self, kernel: str, *args: Any, block_dim: int = 1) -> None:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel)."""
+        if not args:
+            _RUNTIME_LAUNCH(self._rt, kernel, block_dim, ())
+            return
         specs: list[TensorArg | int | float] = []
         for index, arg in enumerate(args):
             if isinstance(arg, DeviceArray):
@@ -138,7 +146,7 @@ class Stream:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        get_runtime().launch(self._rt, kernel, block_dim, specs)
+        _RUNTIME_LAUNCH(self._rt, kernel, block_dim, specs)
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""

@@ -36,6 +36,8 @@ VECTOR_CORE_EXCEPTION = 507035
 SYS_DMA = 507013
 KERNEL_LOOKUP = 507027
 TASK_TYPE_NOT_SUPPORT = 507009
+QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped submitting
+IDLE_S = 0.2
 ERROR_TYPE_MEMORY = 1
 ERROR_TYPE_AICORE = 3
 ERROR_TYPE_OTHERS = 255
@@ -60,6 +62,7 @@ class Executor:
         self.real_slots: dict[int, int] = {}  # event id -> value (the real-execution view)
         self.wake = threading.Event()
         self.idle = False
+        self.urgent = False
         self.stopping = False
         self.blocked_sqs: dict[int, Task] = {}  # sq id -> blocking callback the host has not finished
         self.thread = threading.Thread(target=self._loop, name=f"npu{npu.device_id}-worker", daemon=True)
@@ -74,23 +77,38 @@ class Executor:
         self.wake.set()
         self.thread.join(timeout=5)
 
-    def ring(self) -> None:
-        """Doorbell: wake the worker if it sleeps."""
-        if self.idle:
-            self.wake.set()
+    def hurry(self) -> None:
+        """Someone waits for real results: run everything now instead of waiting for quiet."""
+        self.urgent = True
+        self.wake.set()
 
     def _loop(self) -> None:
+        """Run work when the host waits for it or stops submitting (no doorbell for QUIET_S).
+
+        While the host is busy submitting, the worker stays out of its way: on a real chip the
+        device's work costs the host no CPU, here it shares the interpreter with the host.
+        """
+        seen = -1
         while not self.stopping:
+            rung = self.npu.doorbell_count
+            if not (self.urgent or rung == seen):
+                seen = rung
+                self.wake.wait(QUIET_S)
+                self.wake.clear()
+                continue
+            self.urgent = False
             self.npu.fetch_all()
             progressed = False
             for sq in self.npu.active_sqs():
                 progressed |= self._drain(sq)
-            if not progressed:
-                self.idle = True
-                if not self.npu.has_unfetched():
-                    self.wake.wait(0.2)
-                self.wake.clear()
-                self.idle = False
+            if progressed or self.urgent:
+                continue
+            self.idle = True
+            if not self.npu.has_unfetched():
+                self.wake.wait(IDLE_S)
+            self.wake.clear()
+            self.idle = False
+            seen = -1
 
     def _drain(self, sq: SubmissionQueue) -> bool:
         """Run the head tasks of one SQ while they are runnable; True if any ran."""

@@ -58,6 +58,7 @@ class Npu:
         self.cqs: dict[int, CompletionQueue] = {}
         self._sq_list: list[SubmissionQueue] = []
         self._doorbells: deque[SubmissionQueue] = deque()
+        self.doorbell_count = 0  # doorbells rung (monotonic); the worker watches it for quiet
         self.kernels: dict[int, Kernel] = {}
         self._kernel_pcs: dict[str, int] = {}
         self.exceptions: list[ExceptionRecord] = []
@@ -120,28 +121,49 @@ class Npu:
     def task_send(self, sq_id: int, data: bytes, param_va: int = 0, params: bytes = b"") -> int:
         """Write SQEs (and a parameter block at param_va) and ring the doorbell; returns the first
         position. Never blocks on the device's execution, only (briefly) on a full ring."""
-        sq = self.sqs[sq_id]
-        count = len(data) // SQE_BYTES
-        with sq.producer_lock:
-            if sq.tail + count - sq.fetched > sq.depth:
-                self._wait_for_ring_space(sq, count)
-            if params:
-                self.fabric.space(sq.asid).view(param_va, len(params), "write")[:] = memoryview(params)
-            position = sq.tail
-            arrival = self.clock.now_ns
-            for i in range(count):
-                slot = (position + i) % sq.depth
-                sq.ring[slot * SQE_BYTES : (slot + 1) * SQE_BYTES] = data[i * SQE_BYTES : (i + 1) * SQE_BYTES]
-                sq.arrival_ns[slot] = arrival
-            sq.tail = position + count
-        self._doorbells.append(sq)
-        self.executor.ring()
-        if self._host_waiters:
-            with self.lock:
-                self.lock.notify_all()
+        send = self.sq_sender(sq_id)
+        position = send(data[:SQE_BYTES], param_va, params)
+        for offset in range(SQE_BYTES, len(data), SQE_BYTES):
+            send(data[offset : offset + SQE_BYTES], 0, b"")
         return position
 
+    def sq_sender(self, sq_id: int) -> Callable[[bytes, int, bytes], int]:
+        """The user-space mapping of an SQ: a function that writes one SQE and rings the doorbell."""
+        sq = self.sqs[sq_id]
+        ring = sq.ring
+        arrivals = sq.arrival_ns
+        depth = sq.depth
+        lock = sq.producer_lock
+        clock = self.clock
+        doorbells = self._doorbells
+        executor = self.executor
+        space = self.fabric.space(sq.asid)
+
+        def send(sqe: bytes, param_va: int = 0, params: bytes = b"") -> int:
+            with lock:
+                position = sq.tail
+                if position - sq.fetched >= depth:
+                    self._wait_for_ring_space(sq, 1)
+                if params:
+                    space.view(param_va, len(params), "write")[:] = memoryview(params)
+                slot = position % depth
+                ring[slot] = sqe
+                arrivals[slot] = clock.now_ns
+                sq.tail = position + 1
+            doorbells.append(sq)
+            self.doorbell_count += 1
+            if executor.idle:
+                executor.idle = False  # one wake per idle period, however long the burst
+                executor.wake.set()
+            if self._host_waiters:
+                with self.lock:
+                    self.lock.notify_all()
+            return position
+
+        return send
+
     def _wait_for_ring_space(self, sq: SubmissionQueue, count: int) -> None:
+        self.executor.hurry()
         deadline = time.monotonic() + self.settings.watchdog_s
         while sq.tail + count - sq.fetched > sq.depth:
             self.fetch_all()
@@ -164,8 +186,7 @@ class Npu:
         was_idle = not sq.model_queue
         while sq.fetched < sq.tail:
             slot = sq.fetched % sq.depth
-            raw = bytes(sq.ring[slot * SQE_BYTES : (slot + 1) * SQE_BYTES])
-            task = self._decode(sq, sq.fetched, raw, sq.arrival_ns[slot])
+            task = self._decode(sq, sq.fetched, sq.ring[slot], sq.arrival_ns[slot])
             sq.fetched += 1
             sq.real_queue.append(task)
             sq.model_queue.append(task)
@@ -214,6 +235,7 @@ class Npu:
             return
         deadline = time.monotonic() + self.settings.watchdog_s
         self._model_waiting = True
+        self.executor.hurry()
         try:
             while not task.real_done:
                 self.lock.wait(0.05)

@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import CQE, SQE_BYTES
+from cannrt.device.descriptors import CQE
 
 if TYPE_CHECKING:
     from cannrt.device.task import Task
@@ -27,7 +27,7 @@ class SubmissionQueue:
         self.priority = priority  # smaller is more urgent
         self.cq_id = cq_id
         self.stop_on_error = False
-        self.ring = bytearray(depth * SQE_BYTES)
+        self.ring: list[bytes] = [b""] * depth  # one 64-byte SQE per slot
         self.arrival_ns = [0] * depth  # doorbell time of each entry
         self.tail = 0  # host: entries written (monotonic)
         self.fetched = 0  # device: entries decoded (monotonic)

@@ -26,7 +26,7 @@ from cannrt.device.descriptors import (
 )
 from cannrt.device.l2 import L2Model
 from cannrt.kernels.cost import PipeTimes, block_cost
-from cannrt.kernels.registry import tensor_nbytes
+from cannrt.kernels.registry import Kernel, Work, tensor_nbytes
 
 if TYPE_CHECKING:
     from cannrt.device.npu import Npu
@@ -39,6 +39,21 @@ RESOURCE = 2
 NEVER = 1 << 62
 MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
+
+
+class KernelPlan(NamedTuple):
+    """What the scheduler needs of one launch shape: work, per-block fractions, touched ranges."""
+
+    work: Work
+    fractions: tuple[float, ...]
+    reads: list[tuple[int, int]]
+    writes: list[tuple[int, int]]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
 
 
 class TaskRecord(NamedTuple):
@@ -86,6 +101,8 @@ class Timeline:
         self._resource_wake = NEVER
         self.l2 = L2Model(self.chip.l2_bytes)
         self.records: list[TaskRecord] | None = None
+        self._plans: dict[tuple[object, ...], KernelPlan] = {}
+        self._cost_cache: dict[tuple[KernelPlan, float, int], tuple[dict[float, PipeTimes], PipeTimes]] = {}
 
     # -- driving the clock -------------------------------------------------------------------
     def next_time(self) -> int:
@@ -234,40 +251,50 @@ class Timeline:
     ) -> tuple[int, tuple[int, ...], PipeTimes | None, float]:
         """Blocks onto least-loaded cores (earliest free, then lowest id); returns end and usage."""
         kernel = task.kernel
-        block_dim = max(1, sqe.block_dim)
         if kernel is None or task.status:
             return start, (heap[0][1],), None, 0.0
-        work = kernel.work(task.args)
-        hit = self._l2_access(task, kernel.outputs)
-        active = min(block_dim, len(heap))
-        costs: dict[float, PipeTimes] = {}
+        plan = self._plan(task, kernel, max(1, sqe.block_dim))
+        hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
+        active = min(len(plan.fractions), len(heap))
+        key = (plan, hit, active)
+        cached = self._cost_cache.get(key)
+        if cached is None:
+            costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
+            sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
+            if len(self._cost_cache) > 4096:
+                self._cost_cache.clear()
+            cached = self._cost_cache[key] = (costs, sums)
+        costs, sums = cached
         used: list[int] = []
         end = start
-        totals = [0.0] * 6
         launch_ns = self.costs.block_launch_ns
-        for fraction in kernel.block_fractions(work, block_dim):
-            pipes = costs.get(fraction)
-            if pipes is None:
-                pipes = costs[fraction] = block_cost(work, fraction, self.chip, active, hit)
+        for fraction in plan.fractions:
             free_at, core = heap[0]
             at = free_at if free_at > start else start
-            finish = at + int(pipes.total_ns) + (launch_ns if at > start else 0)
+            finish = at + int(costs[fraction].total_ns) + (launch_ns if at > start else 0)
             heapq.heapreplace(heap, (finish, core))
             if finish > end:
                 end = finish
             if core not in used:
                 used.append(core)
-            for i, value in enumerate(pipes):
-                totals[i] += value
-        return end, tuple(used), PipeTimes(*totals), hit
+        return end, tuple(used), sums, hit
 
-    def _l2_access(self, task: Task, outputs: tuple[int, ...]) -> float:
-        reads: list[tuple[int, int]] = []
-        writes: list[tuple[int, int]] = []
-        for index, arg in enumerate(task.args):
-            if isinstance(arg, TensorArg):
-                (writes if index in outputs else reads).append((arg.address, tensor_nbytes(arg)))
-        return self.l2.access(reads, writes)
+    def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
+        """Work, block split and touched ranges of a launch (cached by kernel, arguments, blockDim)."""
+        key = (kernel.name, tuple(task.args), block_dim)
+        plan = self._plans.get(key)
+        if plan is None:
+            work = kernel.work(task.args)
+            reads: list[tuple[int, int]] = []
+            writes: list[tuple[int, int]] = []
+            for index, arg in enumerate(task.args):
+                if isinstance(arg, TensorArg):
+                    (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
+            plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
+            if len(self._plans) > 4096:
+                self._plans.clear()
+            self._plans[key] = plan
+        return plan
 
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:

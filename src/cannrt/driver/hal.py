@@ -168,6 +168,11 @@ class Driver:
         """Submit packed SQEs (and a kernel parameter block); returns at once with the position."""
         return self._devices[dev].task_send(sq_id, sqe, param_va, params)
 
+    def sq_sender(self, dev: int, sq_id: int) -> Callable[[bytes, int, bytes], int]:
+        """Map an SQ into the caller: a function (sqe, param_va, params) -> position that writes
+        one SQE (and its parameter block) and rings the doorbell, as a user-mapped ring would."""
+        return self._npu(dev).sq_sender(sq_id)
+
     def sq_head(self, dev: int, sq_id: int) -> int:
         """Tasks of the SQ completed by now on the modelled timeline."""
         npu = self._npu(dev)

@@ -185,15 +185,19 @@ class Runtime:
 
     def launch(self, stream: Stream, name: str, block_dim: int, args: Sequence[ParamValue]) -> int:
         """Validate and enqueue a kernel (aclrtLaunchKernel); nothing is enqueued on bad input."""
-        if not isinstance(block_dim, int) or not 1 <= block_dim <= MAX_BLOCK_DIM:
+        if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
-        kernel, pc = self.kernel(stream.device_id, name)
+        entry = stream.kernel_cache.get(name)
+        if entry is None:
+            kernel, pc = self.kernel(stream.device_id, name)
+            entry = stream.kernel_cache[name] = (kernel, pc, kernel.core_kind)
+        kernel, pc, core_kind = entry
         try:
-            kernel.check(args)
+            kernel.check(args)  # type: ignore[attr-defined]
             params = pack_params(args) if args else b""
         except (KernelArgumentError, DescriptorError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
-        return stream.submit_kernel(pc, kernel.core_kind, block_dim, params)
+        return stream.submit_kernel(pc, core_kind, block_dim, params)
 
     # -- errors ------------------------------------------------------------------------------
     def report_exception(self, context: Context, cqe: Cqe) -> None:

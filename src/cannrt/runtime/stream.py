@@ -42,6 +42,8 @@ class Stream:
         self.stream_id = self._alloc_id()
         self.sq_id = self._driver.sq_alloc(self.device_id, self.stream_id, context.asid, self.priority, context.cq_id)
         self.depth = runtime.settings.chip.sq_depth
+        self._send = self._driver.sq_sender(self.device_id, self.sq_id)
+        self.kernel_cache: dict[str, tuple[object, int, int]] = {}  # name -> (kernel, pc, core kind)
         self.tail = 0  # tasks submitted (monotonic)
         self.destroyed = False
         self.stop_on_error = False
@@ -95,8 +97,7 @@ class Stream:
             param_va,
         )
         self._clock.now_ns += self._costs.launch_ns
-        self._driver.task_send(self.device_id, self.sq_id, sqe, param_va, params)
-        self.tail = position + 1
+        self.tail = self._send(sqe, param_va, params) + 1
         return position
 
     def _param_area(self) -> int:
@@ -111,8 +112,7 @@ class Stream:
         position = self.tail
         sqe = EVENT_SQE.pack(sqe_type, self._flags(), 0, self.stream_id, position & 0xFFFF, event_id, mode, value)
         self._clock.now_ns += self._costs.event_ns
-        self._driver.task_send(self.device_id, self.sq_id, sqe)
-        self.tail = position + 1
+        self.tail = self._send(sqe, 0, b"") + 1
         return position
 
     def submit_sdma(self, op: int, kind: int, src: int, dst: int, length: int, value: int = 0) -> int:
@@ -123,8 +123,7 @@ class Stream:
             SqeType.SDMA, self._flags(), 0, self.stream_id, position & 0xFFFF, op, kind, value, src, dst, length
         )
         self._clock.now_ns += self._costs.memcpy_async_ns
-        self._driver.task_send(self.device_id, self.sq_id, sqe)
-        self.tail = position + 1
+        self.tail = self._send(sqe, 0, b"") + 1
         return position
 
     def submit_callback(self, callback_id: int, block: bool) -> int:
@@ -135,8 +134,7 @@ class Stream:
             SqeType.PLACE_HOLDER, WR_CQE, 0, self.stream_id, position & 0xFFFF, callback_id, int(block)
         )
         self._clock.now_ns += self._costs.call_ns
-        self._driver.task_send(self.device_id, self.sq_id, sqe)
-        self.tail = position + 1
+        self.tail = self._send(sqe, 0, b"") + 1
         return position
 
     # -- observation -------------------------------------------------------------------------
