@@ -213,7 +213,7 @@ class Npu:
         try:
             space = self.fabric.space(task.sq.asid)
             block = space.view(sqe.param, sqe.param_size, "read").tobytes()
-            task.args = unpack_params(block)
+            task.args = tuple(unpack_params(block))
         except (DeviceFault, DescriptorError, KeyError) as exc:
             task.status = KERNEL_LOOKUP
             task.fault = self.exception_record(task, KERNEL_LOOKUP, 3, ("MTE_READ_OVERFLOW",), str(exc), 0)

@@ -62,7 +62,7 @@ class Task:
         self.sqe_bytes = sqe_bytes
         self.arrival_ns = arrival_ns
         self.kernel: Kernel | None = None
-        self.args: list[ParamValue] = []
+        self.args: tuple[ParamValue, ...] = ()
         self.real_done = False
         self.status = 0  # ACL error code, 0 = success
         self.discarded = False

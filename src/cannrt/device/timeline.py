@@ -37,6 +37,16 @@ COMPLETE = 0  # completions first at an instant, so freed resources serve dispat
 ARRIVE = 1
 RESOURCE = 2
 NEVER = 1 << 62
+_KERNEL = int(SqeType.KERNEL)
+_AICPU = int(SqeType.AICPU)
+_SDMA = int(SqeType.SDMA)
+_EVENT_WAIT = int(SqeType.EVENT_WAIT)
+_PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
+
+
+def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
+    """Among SQs ready at one instant: more urgent priority first, then lower SQ id."""
+    return (sq.priority, sq.sq_id)
 MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
 
@@ -48,12 +58,6 @@ class KernelPlan(NamedTuple):
     fractions: tuple[float, ...]
     reads: list[tuple[int, int]]
     writes: list[tuple[int, int]]
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
 
 
 class TaskRecord(NamedTuple):
@@ -102,7 +106,7 @@ class Timeline:
         self.l2 = L2Model(self.chip.l2_bytes)
         self.records: list[TaskRecord] | None = None
         self._plans: dict[tuple[object, ...], KernelPlan] = {}
-        self._cost_cache: dict[tuple[KernelPlan, float, int], tuple[dict[float, PipeTimes], PipeTimes]] = {}
+        self._cost_cache: dict[tuple[int, float, int], tuple[dict[float, PipeTimes], PipeTimes]] = {}
 
     # -- driving the clock -------------------------------------------------------------------
     def next_time(self) -> int:
@@ -117,19 +121,21 @@ class Timeline:
                 return True
             if not self._heap or self._heap[0][0] > bound:
                 return False
-            self.now = self._heap[0][0]
-            while self._heap and self._heap[0][0] == self.now:
-                _, kind, _, item = heapq.heappop(self._heap)
-                self._handle(kind, item)
+            heap = self._heap
+            now = self.now = heap[0][0]
+            while heap and heap[0][0] == now:
+                _, kind, _, item = heapq.heappop(heap)
+                if kind == COMPLETE:
+                    self._complete(item)  # type: ignore[arg-type]
+                else:
+                    self._handle(kind, item)
 
     def _push(self, time: int, kind: int, item: object) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (time, kind, self._seq, item))
 
     def _handle(self, kind: int, item: object) -> None:
-        if kind == COMPLETE:
-            self._complete(item)  # type: ignore[arg-type]
-        elif kind == ARRIVE:
+        if kind == ARRIVE:
             self._ready.add(item)  # type: ignore[arg-type]
         else:
             self._resource_wake = NEVER
@@ -154,9 +160,13 @@ class Timeline:
         self._ready.add(sq)
 
     def _dispatch(self) -> None:
-        while self._ready:
-            order = sorted(self._ready, key=lambda q: (q.priority, q.sq_id))
-            self._ready.clear()
+        ready = self._ready
+        while ready:
+            if len(ready) == 1:
+                order: list[SubmissionQueue] | tuple[SubmissionQueue, ...] = (ready.pop(),)
+            else:
+                order = sorted(ready, key=_dispatch_order)
+                ready.clear()
             for sq in order:
                 if not sq.model_busy and sq.model_queue and not sq.closed:
                     self._try_head(sq)
@@ -167,18 +177,18 @@ class Timeline:
             self._push(task.arrival_ns, ARRIVE, sq)
             return
         kind = task.sqe.sqe_type
-        if kind == SqeType.EVENT_WAIT and not (task.real_done and task.discarded):
+        if kind == _EVENT_WAIT and not (task.real_done and task.discarded):
             self._try_wait(sq, task)
             return
-        if kind != SqeType.PLACE_HOLDER:
+        if kind != _PLACE_HOLDER and not task.real_done:
             self.npu.await_real(task)
         if task.discarded:
             self._start(sq, task, self.now + self.costs.event_ns)
-        elif kind in (SqeType.KERNEL, SqeType.AICPU):
+        elif kind == _KERNEL or kind == _AICPU:
             self._try_kernel(sq, task)
-        elif kind == SqeType.SDMA:
+        elif kind == _SDMA:
             self._try_copy(sq, task)
-        elif kind == SqeType.PLACE_HOLDER:
+        elif kind == _PLACE_HOLDER:
             self._start(sq, task, self.now + self.costs.callback_ns)
         else:
             self._start(sq, task, self.now + self.costs.event_ns)
@@ -188,7 +198,8 @@ class Timeline:
         sq.model_busy = True
         task.start_ns = self.now
         task.end_ns = end
-        self._push(end, COMPLETE, task)
+        self._seq += 1
+        heapq.heappush(self._heap, (end, COMPLETE, self._seq, task))
 
     def _park_for_resources(self, sq: SubmissionQueue, free_at: int) -> None:
         self._resource_waiters.add(sq)
@@ -256,7 +267,7 @@ class Timeline:
         plan = self._plan(task, kernel, max(1, sqe.block_dim))
         hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
         active = min(len(plan.fractions), len(heap))
-        key = (plan, hit, active)
+        key = (id(plan), hit, active)
         cached = self._cost_cache.get(key)
         if cached is None:
             costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
@@ -281,7 +292,7 @@ class Timeline:
 
     def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
         """Work, block split and touched ranges of a launch (cached by kernel, arguments, blockDim)."""
-        key = (kernel.name, tuple(task.args), block_dim)
+        key = (kernel.name, task.args, block_dim)
         plan = self._plans.get(key)
         if plan is None:
             work = kernel.work(task.args)
@@ -293,6 +304,7 @@ class Timeline:
             plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
             if len(self._plans) > 4096:
                 self._plans.clear()
+                self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
             self._plans[key] = plan
         return plan
 

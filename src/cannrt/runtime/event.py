@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from cannrt.device.descriptors import EventMode, SqeType
 from cannrt.driver.hal import DriverError, Resource
 from cannrt.errors import CannError, CannTimeout, ErrorCode
+from cannrt.runtime.stream import poll_cost
 
 if TYPE_CHECKING:
     from cannrt.runtime.context import Context
@@ -39,6 +40,7 @@ class Event:
             raise CannError(exc.code, str(exc)) from None
         self.records = 0  # ex: value of the newest record; legacy: records since reset
         self.destroyed = False
+        self._poll_streak = 0  # consecutive not-ready queries
 
     def __repr__(self) -> str:
         kind = "legacy " if self.legacy else ""
@@ -87,11 +89,13 @@ class Event:
     def query(self) -> bool:
         """True once the newest record completed, or if never recorded (aclrtQueryEventStatus)."""
         self._check()
-        self.context.runtime.driver.clock.now_ns += self._costs.call_ns
+        self.context.runtime.driver.clock.now_ns += poll_cost(self._costs.call_ns, self._poll_streak)
         if self.records == 0:
             return True
         value, _ = self._driver.event_read(self.device_id, self.event_id)
-        return value != 0 if self.legacy else value >= self.records
+        done = value != 0 if self.legacy else value >= self.records
+        self._poll_streak = 0 if done else self._poll_streak + 1
+        return done
 
     def synchronize(self, timeout_ms: int | None = None) -> None:
         """Block until the newest record completed (aclrtSynchronizeEvent[WithTimeout])."""

@@ -26,6 +26,15 @@ STREAM_FAST_LAUNCH = 0x1
 STREAM_FAST_SYNC = 0x2
 
 
+MAX_POLL_DOUBLINGS = 32
+
+
+def poll_cost(call_ns: int, streak: int) -> int:
+    """Modelled host time of a query after `streak` not-ready answers in a row: it doubles, so a
+    polling loop reaches any modelled completion in O(log) iterations, deterministically."""
+    return call_ns << min(streak, MAX_POLL_DOUBLINGS)
+
+
 class Stream:
     """An in-order queue of device tasks; tasks of different streams may run concurrently."""
 
@@ -51,6 +60,7 @@ class Stream:
         self.creator_thread = threading.get_ident()
         self._param_base = 0  # argument area: one MAX_PARAM_BYTES slot per SQ entry
         self.wr_cqe_all = False  # profiling asks for a report of every task
+        self._poll_streak = 0  # consecutive not-ready queries
 
     def _alloc_id(self) -> int:
         from cannrt.driver.hal import Resource
@@ -141,8 +151,9 @@ class Stream:
     def query(self) -> bool:
         """True if every task submitted so far has completed (models aclrtStreamQuery)."""
         self.check_usable()
-        self._clock.now_ns += self._costs.call_ns
+        self._clock.now_ns += poll_cost(self._costs.call_ns, self._poll_streak)
         done = self._driver.sq_head(self.device_id, self.sq_id) >= self.tail
+        self._poll_streak = 0 if done else self._poll_streak + 1
         self.context.drain_reports()
         return done
 
