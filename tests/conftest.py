@@ -1,0 +1,193 @@
+"""Shared fixtures: every test that touches the simulated machine gets a fresh runtime.
+
+`rt` is a fresh Runtime (closed afterwards); `npu` wraps it with small helpers for the usual
+moves of a test: set a device, make streams, put bytes on the device and read them back, launch a
+kernel, and collect the modelled task records. `make_runtime(...)` builds a runtime with other
+Settings (small limits, disabled cores, a short watchdog) and closes it afterwards.
+
+The watchdog (a wall-clock limit on any real wait) is kept short so that a hang turns into an
+error quickly instead of stalling the suite; no test waits without a bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cannrt
+from cannrt.config import ChipSpec, Settings
+from cannrt.device.descriptors import SqeType
+from cannrt.device.timeline import TaskRecord
+from cannrt.dtypes import acl_code
+from cannrt.runtime import memory_ops
+from cannrt.runtime.context import Context
+from cannrt.runtime.core import Runtime, tensor_arg
+from cannrt.runtime.stream import Stream
+
+TEST_WATCHDOG_S = 10.0  # wall-clock bound on any real wait inside the simulator
+HANG_WATCHDOG_S = 2.0  # for tests that expect (or reproduce) a hang
+
+
+def settings_for_tests(**overrides: Any) -> Settings:
+    """Default Settings for tests: two 910B1 devices and a short watchdog; fields may be overridden."""
+    chip = overrides.pop("chip", None)
+    settings = Settings(device_count=2, watchdog_s=TEST_WATCHDOG_S)
+    if chip is not None:
+        settings = dataclasses.replace(settings, chip=chip)
+    return dataclasses.replace(settings, **overrides)
+
+
+@pytest.fixture
+def make_runtime() -> Iterator[Callable[..., Runtime]]:
+    """A factory: make_runtime(**settings_overrides) -> a fresh process-wide Runtime, closed at teardown."""
+    made: list[Runtime] = []
+
+    def factory(**overrides: Any) -> Runtime:
+        runtime = cannrt.reset_runtime(settings_for_tests(**overrides))
+        made.append(runtime)
+        return runtime
+
+    yield factory
+    for runtime in made:
+        if not runtime.closed:
+            runtime.close()
+
+
+@pytest.fixture
+def rt(make_runtime: Callable[..., Runtime]) -> Runtime:
+    """A fresh runtime with the test settings (2 devices, 910B1)."""
+    return make_runtime()
+
+
+class Npu:
+    """Helpers over one runtime: the vocabulary the runtime tests are written in."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    @property
+    def driver(self) -> Any:
+        return self.rt.driver
+
+    @property
+    def now_ns(self) -> int:
+        """The modelled host clock."""
+        return self.rt.host_time_ns
+
+    def ctx(self, device: int = 0) -> Context:
+        """Set the device (its default context becomes current) and return the context."""
+        return self.rt.set_device(device)
+
+    def stream(self, device: int = 0, priority: int = 0) -> Stream:
+        """A new stream in the device's default context."""
+        return self.ctx(device).create_stream(priority)
+
+    def malloc(self, nbytes: int, device: int = 0) -> int:
+        """Device memory in the device's default context."""
+        return memory_ops.malloc(self.ctx(device), nbytes)
+
+    def upload(self, array: np.ndarray, device: int = 0) -> int:
+        """A new device buffer holding array's bytes (synchronous H2D copy)."""
+        context = self.ctx(device)
+        data = np.ascontiguousarray(array)
+        va = memory_ops.malloc(context, max(1, data.nbytes))
+        if data.nbytes:
+            kind = memory_ops.MemcpyKind.HOST_TO_DEVICE
+            memory_ops.memcpy(context, va, data.nbytes, data.ctypes.data, data.nbytes, kind)
+        return va
+
+    def read(self, va: int, nbytes: int, device: int = 0) -> bytes:
+        """Device bytes as they are now, read through the driver (bypasses streams and sticky errors)."""
+        context = self.rt.devices[device].default_context
+        data: bytes = self.rt.driver.mem_read(context.asid, va, nbytes)
+        return data
+
+    def download(self, va: int, shape: tuple[int, ...] | int, dtype: Any, device: int = 0) -> np.ndarray:
+        """A synchronous D2H copy into a new numpy array."""
+        context = self.ctx(device)
+        host = np.empty(shape, dtype=dtype)
+        memory_ops.memcpy(
+            context, host.ctypes.data, host.nbytes, va, host.nbytes, memory_ops.MemcpyKind.DEVICE_TO_HOST
+        )
+        return host
+
+    @staticmethod
+    def tensor(va: int, shape: tuple[int, ...], dtype: Any) -> Any:
+        """A kernel tensor argument."""
+        return tensor_arg(va, acl_code(np.dtype(dtype)), shape)
+
+    def launch(self, stream: Stream, kernel: str, *args: Any, block_dim: int = 1) -> int:
+        """Enqueue a kernel; returns its position on the stream."""
+        return self.rt.launch(stream, kernel, block_dim, list(args))
+
+    def spin(self, stream: Stream, ns: int, block_dim: int = 1) -> int:
+        """A kernel that only occupies block_dim cores for ns of modelled time."""
+        return self.launch(stream, "spin", ns, block_dim=block_dim)
+
+    def trace(self, device: int = 0) -> None:
+        """Start keeping a record of every task of the device."""
+        self.ctx(device)
+        self.rt.driver.trace_start(device)
+
+    def records(self, device: int = 0) -> list[TaskRecord]:
+        """Stop tracing; the records committed so far (call after synchronising)."""
+        records: list[TaskRecord] = self.rt.driver.trace_stop(device)
+        return records
+
+    def kernel_records(self, device: int = 0, name: str | None = None) -> list[TaskRecord]:
+        """Records of kernel tasks (optionally of one kernel name)."""
+        return [r for r in self.records(device) if r.sqe_type == SqeType.KERNEL and name in (None, r.name)]
+
+
+@pytest.fixture
+def npu(rt: Runtime) -> Npu:
+    """Helpers over a fresh runtime (device 0 is set)."""
+    helper = Npu(rt)
+    helper.ctx(0)
+    return helper
+
+
+class ReportThread:
+    """A host thread looping on process_report (bounded waits) for subscribed streams."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+        self.stop = threading.Event()
+        self.ready = threading.Event()
+        self.ident = 0
+        self.errors: list[BaseException] = []
+        self.thread = threading.Thread(target=self._loop, name="test-report-thread", daemon=True)
+        self.thread.start()
+        assert self.ready.wait(5)
+
+    def _loop(self) -> None:
+        self.ident = threading.get_ident()
+        self.ready.set()
+        while not self.stop.is_set():
+            try:
+                self.rt.callbacks.process(20)
+            except cannrt.CannError as exc:
+                if exc.code not in (cannrt.ErrorCode.WAIT_CALLBACK_TIMEOUT, cannrt.ErrorCode.RT_THREAD_SUBSCRIBE):
+                    self.errors.append(exc)
+                if exc.code == cannrt.ErrorCode.RT_THREAD_SUBSCRIBE:
+                    self.stop.wait(0.01)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def report_thread(rt: Runtime) -> Iterator[ReportThread]:
+    """A running report thread (subscribe streams to report_thread.ident)."""
+    thread = ReportThread(rt)
+    yield thread
+    thread.close()
+
+
+__all__ = ["HANG_WATCHDOG_S", "ChipSpec", "Npu", "ReportThread", "settings_for_tests"]
