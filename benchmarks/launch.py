@@ -99,12 +99,21 @@ def main() -> None:
     table = Table(title=f"cannrt launch path ({get_runtime().settings.chip.name}, best of {options.repeats})")
     for column in ("measure", "cannrt", "baseline (same run)", "ratio", "goal"):
         table.add_column(column, justify="right")
-    table.add_row("async launch, empty kernel", f"{launch:.2f} us", f"numpy.add 1-elem {base:.2f} us",
-                  f"{launch / base:.2f}x", f"<= {GOAL_LAUNCH_RATIO}x")
+    table.add_row(
+        "async launch, empty kernel",
+        f"{launch:.2f} us",
+        f"numpy.add 1-elem {base:.2f} us",
+        f"{launch / base:.2f}x",
+        f"<= {GOAL_LAUNCH_RATIO}x",
+    )
     table.add_row("end-to-end empty tasks", f"{rate:,.0f} /s", "", "", f">= {GOAL_TASKS_PER_S:,} /s")
-    table.add_row(f"matmul {options.edge}^2 fp32 launch+sync", f"{ours * 1e3:.1f} ms",
-                  f"numpy.matmul {direct * 1e3:.1f} ms", f"{1 + overhead:.3f}x (+/-{spread:.3f})",
-                  f"<= {1 + GOAL_MATMUL_OVERHEAD:.2f}x")
+    table.add_row(
+        f"matmul {options.edge}^2 fp32 launch+sync",
+        f"{ours * 1e3:.1f} ms",
+        f"numpy.matmul {direct * 1e3:.1f} ms",
+        f"{1 + overhead:.3f}x (+/-{spread:.3f})",
+        f"<= {1 + GOAL_MATMUL_OVERHEAD:.2f}x",
+    )
     Console().print(table)
     get_runtime().close()
 

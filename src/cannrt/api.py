@@ -191,7 +191,8 @@ class Stream:
 
 def current_stream(device: Device) -> Stream:
     """The innermost `with stream:` of this thread for device, else its default stream."""
-    for stream in reversed(getattr(_current, "streams", None) or []):
+    stack: list[Stream] = getattr(_current, "streams", None) or []
+    for stream in reversed(stack):
         if stream._rt.device_id == device.index:
             return stream
     return device.default_stream

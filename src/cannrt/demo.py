@@ -42,7 +42,8 @@ def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     y = x.astype(np.float32) @ w.astype(np.float32)
     g = y / (1.0 + np.exp(-1.59576912 * (y + 0.044715 * y**3)))
     e = np.exp(g - g.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+    result: np.ndarray = e / e.sum(axis=-1, keepdims=True)
+    return result
 
 
 def _make_batches(device: Device, inputs: list[np.ndarray]) -> list[Batch]:
@@ -79,7 +80,9 @@ def _enqueue(batch: Batch, w: DeviceArray, copy_in: Stream, compute: Stream, cop
     batch.copied_out.record(copy_out)
 
 
-def run_pipeline(inputs: list[np.ndarray], w_host: np.ndarray, chip: str, pipelined: bool, progress: Progress | None) -> tuple[float, list[np.ndarray]]:
+def run_pipeline(
+    inputs: list[np.ndarray], w_host: np.ndarray, chip: str, pipelined: bool, progress: Progress | None
+) -> tuple[float, list[np.ndarray]]:
     """Run all batches; returns (modelled device ms, outputs). One stream when not pipelined."""
     runtime = reset_runtime(load_settings().with_chip(chip))
     device = Device(0)

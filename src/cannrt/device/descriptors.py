@@ -121,7 +121,7 @@ class CallbackSqe(NamedTuple):
 
 Sqe = KernelSqe | EventSqe | SdmaSqe | CallbackSqe
 
-_LAYOUTS: dict[int, tuple[struct.Struct, type]] = {
+_LAYOUTS: dict[int, tuple[struct.Struct, type[Sqe]]] = {
     SqeType.KERNEL: (KERNEL_SQE, KernelSqe),
     SqeType.AICPU: (KERNEL_SQE, KernelSqe),
     SqeType.PLACE_HOLDER: (CALLBACK_SQE, CallbackSqe),
@@ -153,7 +153,7 @@ def decode_sqe(data: bytes | memoryview, offset: int = 0) -> Sqe:
     except KeyError:
         raise DescriptorError(f"SQE type {sqe_type} is not supported by this task scheduler") from None
     fields = layout.unpack_from(data, offset)
-    result: Sqe = cls._make(fields)
+    result: Sqe = tuple.__new__(cls, fields)  # a NamedTuple built without _make's overhead
     return result
 
 

@@ -23,7 +23,7 @@ from cannrt.device.descriptors import (
     SqeType,
     TensorArg,
 )
-from cannrt.device.memory import DeviceFault
+from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.task import ExceptionRecord, Task
 from cannrt.dtypes import numpy_dtype
 
@@ -51,7 +51,8 @@ def host_array(address: int, nbytes: int) -> np.ndarray:
     if nbytes == 0:
         return np.empty(0, dtype=np.uint8)
     buffer = (ctypes.c_uint8 * nbytes).from_address(address)
-    return np.frombuffer(buffer, dtype=np.uint8)
+    view: np.ndarray = np.ctypeslib.as_array(buffer)
+    return view
 
 
 class Executor:
@@ -204,11 +205,12 @@ class Executor:
         return VECTOR_CORE_EXCEPTION if sqe.core_kind == CoreKind.AIVEC else AICORE_EXCEPTION
 
     @staticmethod
-    def _tensor_view(space: object, arg: TensorArg, write: bool) -> np.ndarray:
+    def _tensor_view(space: AddressSpace, arg: TensorArg, write: bool) -> np.ndarray:
         dtype = numpy_dtype(arg.dtype)
         nbytes = int(np.prod(arg.shape, dtype=np.int64)) * dtype.itemsize
-        raw = space.view(arg.address, nbytes, "write" if write else "read")  # type: ignore[attr-defined]
-        return raw.view(dtype).reshape(arg.shape)
+        raw = space.view(arg.address, nbytes, "write" if write else "read")
+        typed: np.ndarray = raw.view(dtype).reshape(arg.shape)
+        return typed
 
     def _run_sdma(self, task: Task) -> None:
         sqe = task.sqe

@@ -7,6 +7,7 @@ mapping's valid bytes is a DeviceFault carrying the numbers a precise report nee
 from __future__ import annotations
 
 import bisect
+import contextlib
 import mmap
 from dataclasses import dataclass, field
 
@@ -53,10 +54,8 @@ class PhysicalChunk:
         """Drop the host backing."""
         self._array = None
         if self._backing is not None:
-            try:
+            with contextlib.suppress(BufferError):  # a view still exports it; the GC frees it later
                 self._backing.close()
-            except BufferError:  # a view still exports it; the GC frees it later
-                pass
             self._backing = None
 
 

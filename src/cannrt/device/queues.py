@@ -56,7 +56,7 @@ class CompletionQueue:
 
     def take(self, count: int) -> bytes:
         """Remove up to count reports (host side)."""
-        out = []
+        out: list[bytes] = []
         while self.reports and len(out) < count:
             out.append(self.reports.popleft())
         return b"".join(out)

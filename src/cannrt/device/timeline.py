@@ -47,6 +47,8 @@ _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
     """Among SQs ready at one instant: more urgent priority first, then lower SQ id."""
     return (sq.priority, sq.sq_id)
+
+
 MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
 
@@ -184,7 +186,7 @@ class Timeline:
             self.npu.await_real(task)
         if task.discarded:
             self._start(sq, task, self.now + self.costs.event_ns)
-        elif kind == _KERNEL or kind == _AICPU:
+        elif kind in (_KERNEL, _AICPU):
             self._try_kernel(sq, task)
         elif kind == _SDMA:
             self._try_copy(sq, task)

@@ -191,7 +191,7 @@ SPIN = register_kernel(
     Kernel(
         "spin",
         _spin,
-        lambda specs: Work(fixed_ns=int(specs[0])),
+        lambda specs: Work(fixed_ns=int(specs[0])),  # type: ignore[arg-type]
         _check_spin,
         outputs=(),
         core_kind=CoreKind.AICORE,

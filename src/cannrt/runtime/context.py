@@ -78,7 +78,10 @@ class Context:
 
     def allocate_internal(self, size: int) -> int:
         """Device memory the runtime itself uses (argument areas)."""
-        va = self._driver_call(lambda: self.runtime.driver.mem_alloc(self.asid, size, size, False))
+        try:
+            va = self.runtime.driver.mem_alloc(self.asid, size, size, False)
+        except DriverError as exc:
+            raise CannError(exc.code, str(exc)) from None
         self._internal.add(va)
         return va
 
@@ -87,13 +90,6 @@ class Context:
         if va in self._internal:
             self._internal.discard(va)
             self.runtime.driver.mem_free(self.asid, va)
-
-    @staticmethod
-    def _driver_call(call):  # type: ignore[no-untyped-def]
-        try:
-            return call()
-        except DriverError as exc:
-            raise CannError(exc.code, str(exc)) from None
 
     # -- error state -------------------------------------------------------------------------
     def check_alive(self) -> None:

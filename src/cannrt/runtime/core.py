@@ -189,12 +189,12 @@ class Runtime:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
         entry = stream.kernel_cache.get(name)
         if entry is None:
-            kernel, pc = self.kernel(stream.device_id, name)
-            entry = stream.kernel_cache[name] = (kernel, pc, kernel.core_kind)
+            found, found_pc = self.kernel(stream.device_id, name)
+            entry = stream.kernel_cache[name] = (found, found_pc, found.core_kind)
         kernel, pc, core_kind = entry
         try:
-            kernel.check(args)  # type: ignore[attr-defined]
-            params = pack_params(args) if args else b""
+            kernel.check(args)
+            params = pack_params(tuple(args)) if args else b""
         except (KernelArgumentError, DescriptorError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
         return stream.submit_kernel(pc, core_kind, block_dim, params)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import threading
@@ -28,10 +29,8 @@ class HostAllocations:
             entry = self._buffers.pop(address, None)
         if entry is None:
             return False
-        try:
+        with contextlib.suppress(BufferError):  # a view still exports it; the GC closes it later
             entry[0].close()
-        except BufferError:  # a view still exports it; the GC closes it later
-            pass
         return True
 
     def contains(self, address: int, nbytes: int = 1) -> bool:

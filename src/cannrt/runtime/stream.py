@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from cannrt.driver.hal import DriverError
 from cannrt.errors import CannError, CannTimeout, ErrorCode
 
 if TYPE_CHECKING:
+    from cannrt.kernels.registry import Kernel
     from cannrt.runtime.context import Context
 
 PRIORITY_HIGHEST = 0
@@ -52,7 +54,7 @@ class Stream:
         self.sq_id = self._driver.sq_alloc(self.device_id, self.stream_id, context.asid, self.priority, context.cq_id)
         self.depth = runtime.settings.chip.sq_depth
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
-        self.kernel_cache: dict[str, tuple[object, int, int]] = {}  # name -> (kernel, pc, core kind)
+        self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
         self.tail = 0  # tasks submitted (monotonic)
         self.destroyed = False
         self.stop_on_error = False
@@ -199,10 +201,8 @@ class Stream:
         if self.is_default:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "the default stream cannot be destroyed")
         if not force:
-            try:
+            with contextlib.suppress(DriverError):
                 self._driver.sq_wait(self.device_id, self.sq_id, self.tail, None)
-            except DriverError:
-                pass
         self.release(discard=force)
 
     def release(self, discard: bool) -> None:
