@@ -133,7 +133,7 @@ class Stream:
     def launch(self, kernel: str, *args: Any, block_dim: int = 1) -> None:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel)."""
         if not args:
-            _RUNTIME_LAUNCH(self._rt, kernel, block_dim, ())
+            self._rt.context.runtime.launch(self._rt, kernel, block_dim, ())
             return
         specs: list[TensorArg | int | float] = []
         for index, arg in enumerate(args):

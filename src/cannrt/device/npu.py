@@ -65,7 +65,7 @@ class Npu:
         self.callback_sink: CallbackSink | None = None
         self._callback_tokens: dict[int, Task] = {}
         self._next_token = 1
-        self._model_waiting = False
+        self._awaited: Task | None = None  # the task the timeline waits to see run for real
         self._host_waiters = 0
         self.timeline = Timeline(self)
         self.executor = Executor(self)
@@ -225,7 +225,7 @@ class Npu:
         if task.discarded and task.sqe.sqe_type == SqeType.EVENT_WAIT:
             with self.lock:
                 self.timeline.recheck(task.sq)
-        if self._model_waiting:
+        if task is self._awaited:
             with self.lock:
                 self.lock.notify_all()
 
@@ -234,7 +234,7 @@ class Npu:
         if task.real_done:
             return
         deadline = time.monotonic() + self.settings.watchdog_s
-        self._model_waiting = True
+        self._awaited = task  # set before re-checking real_done: the worker notifies for this task
         self.executor.hurry()
         try:
             while not task.real_done:
@@ -242,7 +242,7 @@ class Npu:
                 if time.monotonic() > deadline:
                     raise DeviceHang(f"task {task.sqe.task_id} on stream {task.sqe.stream_id} never finished")
         finally:
-            self._model_waiting = False
+            self._awaited = None
 
     def post_callback(self, task: Task) -> None:
         """Report a callback task to the host (the driver routes it to the subscribed thread)."""

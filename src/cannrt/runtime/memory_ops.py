@@ -224,8 +224,20 @@ def memcpy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int
     ctx.runtime.host_cost(duration)
 
 
+def check_stream(ctx: Context, stream: Stream) -> None:
+    """The stream must belong to ctx (RT_STREAM_CONTEXT otherwise) and be alive."""
+    if stream.context is not ctx:
+        raise CannError(
+            ErrorCode.RT_STREAM_CONTEXT,
+            f"stream {stream.stream_id} belongs to a context on device {stream.device_id}, "
+            f"not the current one on device {ctx.device_id}",
+        )
+    stream.check_usable()
+
+
 def memcpy_async(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int, stream: Stream) -> None:
     """Asynchronous copy on a stream (aclrtMemcpyAsync): an SDMA task."""
+    check_stream(ctx, stream)
     check_copy(ctx, dst, dst_max, src, count)
     resolved = resolve_kind(ctx, dst, src, kind)
     check_device_range(ctx, src, count, "src")
@@ -235,6 +247,8 @@ def memcpy_async(ctx: Context, dst: int, dst_max: int, src: int, count: int, kin
 
 def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream: Stream | None = None) -> None:
     """Fill bytes with value (aclrtMemset, or aclrtMemsetAsync with a stream); host or device memory."""
+    if stream is not None:
+        check_stream(ctx, stream)
     check_copy(ctx, dst, dst_max, dst, count)
     if not 0 <= value <= 255:
         value &= 0xFF

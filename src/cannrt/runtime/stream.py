@@ -37,6 +37,10 @@ def poll_cost(call_ns: int, streak: int) -> int:
     return call_ns << min(streak, MAX_POLL_DOUBLINGS)
 
 
+_KERNEL = int(SqeType.KERNEL)
+_pack_kernel = KERNEL_SQE.pack
+
+
 class Stream:
     """An in-order queue of device tasks; tasks of different streams may run concurrently."""
 
@@ -61,7 +65,8 @@ class Stream:
         self.error_code = 0  # first device error seen on this stream and not yet reported
         self.creator_thread = threading.get_ident()
         self._param_base = 0  # argument area: one MAX_PARAM_BYTES slot per SQ entry
-        self.wr_cqe_all = False  # profiling asks for a report of every task
+        self.sqe_flags = 0  # WR_CQE when profiling asks for a report of every task
+        self._launch_ns = self._costs.launch_ns
         self._poll_streak = 0  # consecutive not-ready queries
 
     def _alloc_id(self) -> int:
@@ -84,7 +89,11 @@ class Stream:
         self.context.check_sticky()
 
     def _flags(self) -> int:
-        return WR_CQE if self.wr_cqe_all else 0
+        return self.sqe_flags
+
+    def request_all_reports(self, enabled: bool) -> None:
+        """Ask the device for a completion report of every task (profiling) or only of failures."""
+        self.sqe_flags = WR_CQE if enabled else 0
 
     def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes) -> int:
         """Send a kernel SQE (and its parameter block); returns the task position."""
@@ -94,9 +103,9 @@ class Stream:
         param_va = 0
         if params:
             param_va = self._param_area() + (position % self.depth) * MAX_PARAM_BYTES
-        sqe = KERNEL_SQE.pack(
-            SqeType.KERNEL,
-            self._flags(),
+        sqe = _pack_kernel(
+            _KERNEL,
+            self.sqe_flags,
             block_dim,
             self.stream_id,
             position & 0xFFFF,
@@ -108,7 +117,7 @@ class Stream:
             pc,
             param_va,
         )
-        self._clock.now_ns += self._costs.launch_ns
+        self._clock.now_ns += self._launch_ns
         self.tail = self._send(sqe, param_va, params) + 1
         return position
 
