@@ -6,6 +6,7 @@ from cannrt.api import Device, DeviceArray, Event, Stream, current_stream, devic
 from cannrt.config import ChipSpec, Settings, chip_preset, load_settings
 from cannrt.errors import CannError, CannTimeout, ErrorCode, OutOfMemoryError
 from cannrt.kernels import Kernel, KernelArgumentError, Work, kernel_names, register_kernel
+from cannrt.memory.lifetimes import Topology
 from cannrt.runtime.core import get_runtime, reset_runtime
 
 __version__ = "0.1.0"
@@ -23,6 +24,7 @@ __all__ = [
     "OutOfMemoryError",
     "Settings",
     "Stream",
+    "Topology",
     "Work",
     "__version__",
     "chip_preset",

@@ -11,6 +11,8 @@ import numpy as np
 from cannrt.device.descriptors import TensorArg
 from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
+from cannrt.memory.lifetimes import Topology
+from cannrt.memory.static_pool import PoolReport, StaticPool
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
 from cannrt.runtime.core import get_runtime
@@ -83,6 +85,16 @@ class Device:
         result = self.empty(host.shape, host.dtype)
         result.copy_from(host, stream)
         return result
+
+    def static_pool(self, topology: Topology, *, time_limit: float = 1.0) -> GraphMemory:
+        """Plan a graph's memory topology into one block (the runtime's static memory pool)."""
+        pool = StaticPool(
+            topology,
+            lambda nbytes: memory_ops.malloc(self.context, nbytes),
+            lambda address: memory_ops.free(self.context, address),
+            time_limit=time_limit,
+        )
+        return GraphMemory(self, pool)
 
     def reset(self) -> None:
         """Release everything on the device and clear sticky errors (aclrtResetDevice)."""
@@ -240,8 +252,11 @@ class Event:
 class DeviceArray:
     """A typed, shaped view of device memory; moves to and from numpy."""
 
-    def __init__(self, device: Device, address: int, shape: tuple[int, ...], dtype: np.dtype) -> None:
+    def __init__(
+        self, device: Device, address: int, shape: tuple[int, ...], dtype: np.dtype, *, owned: bool = True
+    ) -> None:
         self.device = device
+        self.owned = owned  # False for views into a pool: free() is the pool's business
         self.address = address
         self.shape = shape
         self.dtype = dtype
@@ -309,6 +324,8 @@ class DeviceArray:
 
     def free(self) -> None:
         """Return the memory (aclrtFree); the array must not be used afterwards."""
+        if not self.owned:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
         if not self.freed:
             self.freed = True
             memory_ops.free(self.device.context, self.address)
@@ -323,6 +340,32 @@ def _keepalive(stream: Stream, data: np.ndarray) -> None:
     if len(pending) > 64:
         head = get_runtime().driver.sq_head(stream._rt.device_id, stream._rt.sq_id)
         pending[:] = [(pos, arr) for pos, arr in pending if pos >= head]
+
+
+class GraphMemory:
+    """A planned static pool on a device: typed views of its tensors."""
+
+    def __init__(self, device: Device, pool: StaticPool) -> None:
+        self.device = device
+        self.pool = pool
+
+    @property
+    def report(self) -> PoolReport:
+        """Block size, lower bound and the bytes saved by reuse."""
+        return self.pool.report
+
+    def tensor(self, name: str, shape: Sequence[int], dtype: Any = np.float32) -> DeviceArray:
+        """The tensor's memory as a DeviceArray (it must fit the size the topology declared)."""
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(tuple(shape), dtype=np.int64)) * dt.itemsize
+        planned = next(b.size for b in self.pool.packing.buffers if b.id == name)
+        if nbytes > planned:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"tensor {name}: {nbytes} bytes requested, {planned} planned")
+        return DeviceArray(self.device, self.pool.address(name), tuple(shape), dt, owned=False)
+
+    def release(self) -> None:
+        """Free the block (synchronise the graph's streams first)."""
+        self.pool.release()
 
 
 def device_count() -> int:
