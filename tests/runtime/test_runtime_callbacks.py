@@ -192,11 +192,6 @@ def test_host_funcs_of_one_stream_run_in_order(npu: Npu) -> None:
     assert order == [0, 1, 2, 3, 4]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an unprocessed BLOCK callback stalls the whole device timeline (Timeline._complete waits for "
-    "its real completion), so synchronizing an independent stream hangs until the watchdog",
-)
 def test_an_unprocessed_blocking_callback_does_not_hold_other_streams(make_runtime: Callable[..., Runtime]) -> None:
     rt = make_runtime(watchdog_s=2.0)
     ctx = rt.set_device(0)
@@ -213,11 +208,6 @@ def test_an_unprocessed_blocking_callback_does_not_hold_other_streams(make_runti
     assert ran == ["cb"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a synchronize that times out while a BLOCK callback is unprocessed wedges the stream: after "
-    "process_report the stream still never completes",
-)
 def test_a_timed_out_synchronize_leaves_a_blocking_callback_stream_usable(
     make_runtime: Callable[..., Runtime],
 ) -> None:

@@ -255,11 +255,6 @@ def test_a_legacy_reset_is_a_task_that_runs_in_its_streams_order(npu: Npu) -> No
     waiter.synchronize(timeout_ms=5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a legacy reset queued behind model-only work (spin) runs early on the real worker, so a wait "
-    "the timeline already passed never completes for real (watchdog 507046)",
-)
 def test_a_legacy_reset_behind_a_kernel_does_not_overtake_an_earlier_wait(
     make_runtime: Callable[..., Runtime],
 ) -> None:

@@ -15,8 +15,6 @@ import numpy as np
 from cannrt.device.descriptors import (
     CallbackSqe,
     CoreKind,
-    EventMode,
-    EventSqe,
     KernelSqe,
     SdmaOp,
     SdmaSqe,
@@ -36,6 +34,8 @@ VECTOR_CORE_EXCEPTION = 507035
 SYS_DMA = 507013
 KERNEL_LOOKUP = 507027
 TASK_TYPE_NOT_SUPPORT = 507009
+_EVENT_WAIT = int(SqeType.EVENT_WAIT)
+_SLOT_TYPES = (int(SqeType.EVENT_RECORD), int(SqeType.EVENT_WAIT), int(SqeType.WRITE_VALUE))
 QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped submitting
 IDLE_S = 0.2
 ERROR_TYPE_MEMORY = 1
@@ -60,7 +60,6 @@ class Executor:
 
     def __init__(self, npu: Npu) -> None:
         self.npu = npu
-        self.real_slots: dict[int, int] = {}  # event id -> value (the real-execution view)
         self.wake = threading.Event()
         self.idle = False
         self.urgent = False
@@ -126,12 +125,12 @@ class Executor:
             ran = True
         return ran
 
-    def _runnable(self, task: Task) -> bool:
-        sqe = task.sqe
-        if sqe.sqe_type == SqeType.EVENT_WAIT and not task.discarded and not task.sq.failed_code:
-            assert isinstance(sqe, EventSqe)
-            value = self.real_slots.get(sqe.event_id, 0)
-            return value != 0 if sqe.mode == EventMode.BINARY else value >= sqe.value
+    @staticmethod
+    def _runnable(task: Task) -> bool:
+        """An event wait runs once the task scheduler (the timeline) released it: which record it
+        consumes is decided in modelled time, where resets and re-records really happen."""
+        if task.sqe.sqe_type == _EVENT_WAIT:
+            return task.released or task.discarded or bool(task.sq.failed_code)
         return True
 
     def _run(self, task: Task) -> None:
@@ -153,22 +152,13 @@ class Executor:
             self._run_kernel(task)
         elif kind == SqeType.SDMA:
             self._run_sdma(task)
-        elif kind in (SqeType.EVENT_RECORD, SqeType.WRITE_VALUE):
-            assert isinstance(sqe, EventSqe)
-            self._write_slot(sqe)
         elif kind == SqeType.PLACE_HOLDER:
             assert isinstance(sqe, CallbackSqe)
             if sqe.block:
                 self.blocked_sqs[task.sq.sq_id] = task
             self.npu.post_callback(task)
-        elif kind != SqeType.EVENT_WAIT:
+        elif kind not in _SLOT_TYPES:  # event slots live on the timeline
             task.status = TASK_TYPE_NOT_SUPPORT
-
-    def _write_slot(self, sqe: EventSqe) -> None:
-        if sqe.sqe_type == SqeType.EVENT_RECORD and sqe.mode == EventMode.TIMELINE:
-            self.real_slots[sqe.event_id] = max(self.real_slots.get(sqe.event_id, 0), sqe.value)
-        else:
-            self.real_slots[sqe.event_id] = sqe.value
 
     def callback_done(self, task: Task) -> None:
         """The host finished a blocking callback: release the stream."""

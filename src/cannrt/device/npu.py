@@ -86,7 +86,6 @@ class Npu:
         """A reused event id starts from zero in both views."""
         with self.lock:
             self.timeline.slots.pop(event_id, None)
-            self.executor.real_slots.pop(event_id, None)
 
     # -- queues ------------------------------------------------------------------------------
     def create_sq(self, sq_id: int, stream_id: int, asid: int, priority: int, cq_id: int) -> SubmissionQueue:
@@ -222,7 +221,13 @@ class Npu:
     def mark_real_done(self, task: Task) -> None:
         """The worker finished a task for real."""
         task.real_done = True
-        if task.discarded and task.sqe.sqe_type == SqeType.EVENT_WAIT:
+        kind = task.sqe.sqe_type
+        if kind == SqeType.PLACE_HOLDER:
+            with self.lock:
+                self.timeline.callback_finished(task, self.clock.now_ns)
+                self.lock.notify_all()
+            return
+        if task.discarded and kind == SqeType.EVENT_WAIT:
             with self.lock:
                 self.timeline.recheck(task.sq)
         if task is self._awaited:

@@ -48,6 +48,7 @@ class Task:
         "kernel",
         "position",
         "real_done",
+        "released",
         "sq",
         "sqe",
         "sqe_bytes",
@@ -64,6 +65,7 @@ class Task:
         self.kernel: Kernel | None = None
         self.args: tuple[ParamValue, ...] = ()
         self.real_done = False
+        self.released = False  # an event wait the timeline found satisfied (the worker may run it)
         self.status = 0  # ACL error code, 0 = success
         self.discarded = False
         self.fault: ExceptionRecord | None = None

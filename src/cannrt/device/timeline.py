@@ -108,6 +108,7 @@ class Timeline:
         self.l2 = L2Model(self.chip.l2_bytes)
         self.records: list[TaskRecord] | None = None
         self._plans: dict[tuple[object, ...], KernelPlan] = {}
+        self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
         self._cost_cache: dict[tuple[int, float, int], tuple[dict[float, PipeTimes], PipeTimes]] = {}
 
     # -- driving the clock -------------------------------------------------------------------
@@ -215,6 +216,7 @@ class Timeline:
         value = self.slots.get(sqe.event_id, (0, 0))[0]
         ready = value != 0 if sqe.mode == EventMode.BINARY else value >= sqe.value
         if ready:
+            task.released = True
             self.npu.await_real(task)
             self._start(sq, task, self.now + self.costs.event_ns)
         else:
@@ -313,8 +315,9 @@ class Timeline:
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:
         sq = task.sq
-        if task.sqe.sqe_type == SqeType.PLACE_HOLDER:
-            self.npu.await_real(task)
+        if task.sqe.sqe_type == _PLACE_HOLDER and not task.real_done:
+            self._parked_callbacks.add(task)  # the host has not run it yet: its SQ stays busy
+            return
         sq.model_busy = False
         sq.model_head = task.position + 1
         sqe = task.sqe
@@ -327,6 +330,14 @@ class Timeline:
                 self.npu.post_completion(task)
         if self.records is not None:
             self.records.append(self._record(task))
+
+    def callback_finished(self, task: Task, host_ns: int) -> None:
+        """A host ran a callback's function at host time host_ns: a parked callback completes then."""
+        if task in self._parked_callbacks:
+            self._parked_callbacks.discard(task)
+            task.end_ns = max(task.end_ns, host_ns, self.now)
+            self._seq += 1
+            heapq.heappush(self._heap, (task.end_ns, COMPLETE, self._seq, task))
 
     def _write_slot(self, sqe: EventSqe) -> None:
         current = self.slots.get(sqe.event_id, (0, 0))[0]
