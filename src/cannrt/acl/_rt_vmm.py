@@ -1,0 +1,128 @@
+"""Virtual memory management (aclrtReserveMemAddress, aclrtMallocPhysical, aclrtMapMem...).
+
+The runtime has no calls for this yet, so the facade drives the driver's address-space calls
+for the current context directly (requested from the runtime owner; see docs/acl.md).
+Physical memory comes in 2 MiB huge pages (NORMAL requests are served as HUGE, as on CANN).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cannrt.acl import constants as c
+from cannrt.acl._handles import HandleTable, Kind
+from cannrt.acl._state import api, as_handle, as_int, current_context, fail, on_finalize, runtime
+from cannrt.errors import ErrorCode
+
+GRANULARITY = 2 << 20
+
+
+@dataclass(frozen=True)
+class _Physical:
+    device_id: int
+    driver_handle: int
+    size: int
+
+
+_physical: HandleTable[_Physical] = HandleTable(Kind.PHYSICAL_MEMORY)
+
+
+def _prop_device(prop: Any) -> int:
+    if prop is None:
+        return current_context().device_id
+    if not isinstance(prop, dict):
+        from cannrt.acl._state import ArgTypeError
+
+        raise ArgTypeError(f"prop must be a dict (aclrtPhysicalMemProp), not {type(prop).__name__}")
+    location = prop.get("location") or {}
+    device = location.get("id", current_context().device_id) if isinstance(location, dict) else None
+    if not isinstance(device, int):
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"prop['location'] must be a dict with an int 'id', got {location!r}")
+    memory = prop.get("memAttr", c.ACL_HBM_MEM_HUGE)
+    if memory not in (c.ACL_HBM_MEM_HUGE, c.ACL_HBM_MEM_NORMAL):
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"memAttr must be ACL_HBM_MEM_HUGE or ACL_HBM_MEM_NORMAL, got {memory}")
+    return device
+
+
+def _check_flags(flags: object) -> None:
+    if as_int("flags", flags) != 0:
+        raise fail(ErrorCode.RT_PARAM_INVALID, "flags is reserved and must be 0")
+
+
+@api(0)
+def reserve_mem_address(size: int, alignment: int, expect_ptr: int, flags: int) -> int:
+    """(virt_ptr, ret): reserve device virtual addresses with no memory behind them (aclrtReserveMemAddress)."""
+    nbytes, align, expect = as_int("size", size), as_int("alignment", alignment), as_handle("expect_ptr", expect_ptr)
+    _check_flags(flags)
+    if nbytes <= 0 or nbytes % GRANULARITY or align < 0 or align & (align - 1):
+        raise fail(
+            ErrorCode.RT_PARAM_INVALID,
+            f"size must be a positive multiple of 2 MiB, alignment a power of 2 (size {nbytes}, alignment {align})",
+        )
+    context = current_context()
+    return runtime().driver.mem_reserve(context.asid, nbytes, align, expect)
+
+
+@api()
+def release_mem_address(virt_ptr: int) -> None:
+    """Release a reservation (aclrtReleaseMemAddress)."""
+    runtime().driver.mem_release(current_context().asid, as_handle("virt_ptr", virt_ptr))
+
+
+@api(0)
+def malloc_physical(size: int, prop: dict[str, Any] | None, flags: int) -> int:
+    """(handle, ret): physical device memory, size a multiple of 2 MiB (aclrtMallocPhysical)."""
+    nbytes = as_int("size", size)
+    _check_flags(flags)
+    device = _prop_device(prop)
+    if nbytes <= 0 or nbytes % GRANULARITY:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"size must be a positive multiple of 2 MiB, got {nbytes}")
+    driver_handle = runtime().driver.mem_physical_alloc(device, nbytes, True)
+    return _physical.add(_Physical(device, driver_handle, nbytes))
+
+
+def _physical_of(handle: object) -> _Physical:
+    entry = _physical.get(as_handle("handle", handle))
+    if entry is None:
+        raise fail(ErrorCode.RT_INVALID_HANDLE, f"{handle!r} is not a handle from malloc_physical")
+    return entry
+
+
+@api()
+def free_physical(handle: int) -> None:
+    """Free physical memory from malloc_physical (aclrtFreePhysical)."""
+    entry = _physical_of(handle)
+    runtime().driver.mem_physical_free(entry.device_id, entry.driver_handle)
+    _physical.remove(as_handle("handle", handle))
+
+
+@api()
+def map_mem(virt_ptr: int, size: int, offset: int, handle: int, flags: int) -> None:
+    """Map physical memory behind part of a reservation (aclrtMapMem)."""
+    va, nbytes, start = as_handle("virt_ptr", virt_ptr), as_int("size", size), as_int("offset", offset)
+    _check_flags(flags)
+    entry = _physical_of(handle)
+    if nbytes <= 0 or start < 0:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"bad size {nbytes} or offset {start}")
+    runtime().driver.mem_map(current_context().asid, va, nbytes, start, entry.driver_handle)
+
+
+@api()
+def unmap_mem(virt_ptr: int) -> None:
+    """Remove a mapping made by map_mem (aclrtUnmapMem)."""
+    runtime().driver.mem_unmap(current_context().asid, as_handle("virt_ptr", virt_ptr))
+
+
+@api(0)
+def mem_get_allocation_granularity(prop: dict[str, Any] | None, option: int) -> int:
+    """(granularity, ret): 2 MiB for every option (aclrtMemGetAllocationGranularity)."""
+    _prop_device(prop)
+    as_int("option", option)
+    return GRANULARITY
+
+
+@on_finalize
+def _forget_all() -> None:
+    """Drop physical-memory handles."""
+    _physical.clear()
