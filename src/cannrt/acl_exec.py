@@ -1,0 +1,83 @@
+"""`cannrt exec program.py [args...]`: run a pyACL program on the simulated NPU.
+
+The program runs in a child Python process in which `import acl` (and `acl.rt`, `acl.util`,
+...) resolves to `cannrt.acl`; nothing named `acl` is installed globally. The program's
+output, stdin and exit code pass through. The child runs `python -m cannrt.acl_exec
+program.py [args...]`, which can also be used directly.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import typer
+
+ALIASED_SUBMODULES = ("constants", "media", "op", "prof", "rt", "util")
+EXIT_NO_SCRIPT = 2  # as `python missing.py`
+
+
+def install_acl_alias() -> None:
+    """Make `import acl` and `import acl.<sub>` resolve to cannrt.acl in this process."""
+    import cannrt.acl as facade
+
+    sys.modules["acl"] = facade
+    for name in ALIASED_SUBMODULES:
+        sys.modules[f"acl.{name}"] = getattr(facade, name)
+
+
+def run_program(script: str, args: Sequence[str]) -> None:
+    """Run script as __main__ with sys.argv = [script, *args] and `acl` aliased (the child's job)."""
+    install_acl_alias()
+    sys.argv = [script, *args]
+    sys.path[0] = os.path.dirname(os.path.abspath(script))
+    runpy.run_path(script, run_name="__main__")
+
+
+def run(script: str, args: Sequence[str]) -> int:
+    """Run a pyACL program in a child process; returns its exit code (128 + n when killed by signal n)."""
+    if not os.path.isfile(script):
+        print(f"cannrt exec: can't open file {script!r}: no such file", file=sys.stderr)
+        return EXIT_NO_SCRIPT
+    command = [sys.executable, "-m", "cannrt.acl_exec", script, *args]
+    try:
+        completed = subprocess.run(command, check=False)
+    except KeyboardInterrupt:
+        return 130
+    code = completed.returncode
+    return 128 - code if code < 0 else code
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `exec` command to the cannrt CLI."""
+
+    @app.command(
+        "exec",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    )
+    def exec_command(
+        ctx: typer.Context,
+        script: str = typer.Argument(..., help="pyACL program to run"),
+    ) -> None:
+        """Run a pyACL program with `import acl` resolving to cannrt.acl (arguments pass through)."""
+        raise typer.Exit(run(script, list(ctx.args)))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m cannrt.acl_exec program.py [args...]`: run the program in this process."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if not arguments:
+        print("usage: python -m cannrt.acl_exec program.py [args...]", file=sys.stderr)
+        raise SystemExit(EXIT_NO_SCRIPT)
+    script, rest = arguments[0], arguments[1:]
+    if not os.path.isfile(script):
+        print(f"cannrt exec: can't open file {script!r}: no such file", file=sys.stderr)
+        raise SystemExit(EXIT_NO_SCRIPT)
+    run_program(script, rest)
+
+
+if __name__ == "__main__":
+    main()
