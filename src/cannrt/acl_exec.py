@@ -12,6 +12,7 @@ import os
 import runpy
 import subprocess
 import sys
+import traceback
 from collections.abc import Sequence
 
 import typer
@@ -32,9 +33,19 @@ def install_acl_alias() -> None:
 def run_program(script: str, args: Sequence[str]) -> None:
     """Run script as __main__ with sys.argv = [script, *args] and `acl` aliased (the child's job)."""
     install_acl_alias()
+    path = os.path.abspath(script)
     sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(os.path.abspath(script))
-    runpy.run_path(script, run_name="__main__")
+    sys.path[0] = os.path.dirname(path)
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # print it as `python program.py` would, without our frames
+        tb = exc.__traceback__
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != path:
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
+        raise SystemExit(1) from None
 
 
 def run(script: str, args: Sequence[str]) -> int:
@@ -56,7 +67,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command(
         "exec",
-        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False},
     )
     def exec_command(
         ctx: typer.Context,
