@@ -9,6 +9,7 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the 
 
 def _register_optional_commands() -> None:
     """Attach commands whose modules may be absent in a partial checkout."""
+    __import__("cannrt.acl_exec", fromlist=["register"]).register(app)
     try:
         from cannrt.memory.planner.cli import register as register_plan
     except ImportError:
