@@ -175,10 +175,11 @@ class Executor:
             return
         space = self.npu.fabric.space(task.sq.asid)
         values: list[object] = []
+        scatter: list[tuple[np.ndarray, list[np.ndarray]]] = []  # outputs gathered over mappings
         try:
             for index, arg in enumerate(task.args):
                 if isinstance(arg, TensorArg):
-                    values.append(self._tensor_view(space, arg, index in kernel.outputs))
+                    values.append(self._tensor_view(space, arg, index in kernel.outputs, scatter))
                 else:
                     values.append(arg)
         except DeviceFault as fault:
@@ -187,6 +188,8 @@ class Executor:
             return
         try:
             kernel.compute(*values)
+            for gathered, parts in scatter:
+                copy_parts([gathered.reshape(-1).view(np.uint8)], parts)
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
             self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
 
@@ -195,11 +198,18 @@ class Executor:
         return VECTOR_CORE_EXCEPTION if sqe.core_kind == CoreKind.AIVEC else AICORE_EXCEPTION
 
     @staticmethod
-    def _tensor_view(space: AddressSpace, arg: TensorArg, write: bool) -> np.ndarray:
+    def _tensor_view(
+        space: AddressSpace, arg: TensorArg, write: bool, scatter: list[tuple[np.ndarray, list[np.ndarray]]]
+    ) -> np.ndarray:
+        """A typed view of device memory; a tensor spanning several mappings is gathered into a
+        copy (and scattered back after the kernel if it is an output)."""
         dtype = numpy_dtype(arg.dtype)
         nbytes = int(np.prod(arg.shape, dtype=np.int64)) * dtype.itemsize
-        raw = space.view(arg.address, nbytes, "write" if write else "read")
+        parts = space.segments(arg.address, nbytes, "write" if write else "read")
+        raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
         typed: np.ndarray = raw.view(dtype).reshape(arg.shape)
+        if len(parts) > 1 and write:
+            scatter.append((typed, parts))
         return typed
 
     def _run_sdma(self, task: Task) -> None:

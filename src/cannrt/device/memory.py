@@ -224,6 +224,17 @@ class AddressSpace:
             raise DeviceFault(kind, address, nbytes, self.nearest(address), self.asid)
         return parts[0]
 
+    def contiguous_end(self, address: int) -> int:
+        """End of the run of back-to-back mappings holding address (address itself if unmapped)."""
+        found = self.mapping_at(address)
+        end = address
+        while found is not None:
+            end = found.va + found.valid
+            if found.valid < found.size:
+                break  # padding after an allocation's valid bytes ends the run
+            found = self.mapping_at(end)
+        return end
+
     def mappings(self) -> list[Mapping]:
         """All mappings in address order."""
         return list(self._maps)

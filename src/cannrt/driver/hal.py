@@ -385,12 +385,14 @@ class Driver:
         return space.device_id, space.asid
 
     def mem_extent(self, address: int) -> tuple[int, int, int, int] | None:
-        """(device, asid, start, valid bytes) of the allocation holding address, or None."""
+        """(device, asid, start, valid bytes) of the mapped run holding address, or None.
+
+        The run is the allocation, or back-to-back mappings of a reserved range (VMM)."""
         space = self.fabric.owner(address)
         mapping = space.mapping_at(address) if space is not None else None
         if space is None or mapping is None:
             return None
-        return space.device_id, space.asid, mapping.va, mapping.valid
+        return space.device_id, space.asid, mapping.va, space.contiguous_end(address) - mapping.va
 
     def mem_write(self, asid: int, va: int, data: bytes) -> None:
         """Write bytes into device memory from the host (argument areas, small uploads)."""

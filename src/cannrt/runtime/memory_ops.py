@@ -261,3 +261,75 @@ def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream:
         ctx.runtime.host_cost(ctx.runtime.driver.memset(ctx.asid, dst, value, count))
     else:
         ctypes.memset(dst, value, count)
+
+
+def _driver_error(exc: DriverError) -> CannError:
+    return CannError(exc.code, str(exc))
+
+
+def reserve_address(ctx: Context, size: int, alignment: int = 0, expect: int = 0) -> int:
+    """Reserve a virtual range without memory behind it (aclrtReserveMemAddress)."""
+    ctx.check_alive()
+    if size <= 0 or alignment < 0 or (alignment and alignment & (alignment - 1)):
+        raise CannError(
+            ErrorCode.RT_PARAM_INVALID, f"reserve: size {size} must be > 0, alignment {alignment} a power of 2"
+        )
+    try:
+        return ctx.runtime.driver.mem_reserve(ctx.asid, align_up(size, 2 << 20), max(alignment, 2 << 20), expect)
+    except DriverError as exc:
+        raise _driver_error(exc) from None
+
+
+def release_address(ctx: Context, va: int) -> None:
+    """Release a reserved range (aclrtReleaseMemAddress)."""
+    try:
+        ctx.runtime.driver.mem_release(ctx.asid, va)
+    except DriverError as exc:
+        raise _driver_error(exc) from None
+
+
+def malloc_physical(ctx: Context, size: int) -> int:
+    """Physical HBM pages in 2 MiB granules, returned as a handle (aclrtMallocPhysical)."""
+    ctx.check_alive()
+    if size <= 0:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"malloc_physical: size {size} must be > 0")
+    try:
+        return ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True)
+    except DriverError as exc:
+        raise _oom(ctx, size, exc) from None
+
+
+def free_physical(ctx: Context, handle: int) -> None:
+    """Free physical pages by handle (aclrtFreePhysical)."""
+    try:
+        ctx.runtime.driver.mem_physical_free(ctx.device_id, handle)
+    except DriverError as exc:
+        raise _driver_error(exc) from None
+
+
+def map_memory(ctx: Context, va: int, size: int, offset: int, handle: int) -> None:
+    """Map physical pages behind part of a reservation (aclrtMapMem)."""
+    if size <= 0 or offset < 0:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"map: size {size} must be > 0 and offset {offset} >= 0")
+    try:
+        ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle)
+    except DriverError as exc:
+        raise _driver_error(exc) from None
+
+
+def unmap_memory(ctx: Context, va: int) -> None:
+    """Remove a mapping (aclrtUnmapMem)."""
+    try:
+        ctx.runtime.driver.mem_unmap(ctx.asid, va)
+    except DriverError as exc:
+        raise _driver_error(exc) from None
+
+
+def can_access_peer(runtime_device_count: int, device: int, peer: int) -> bool:
+    """Whether device can reach peer's memory (aclrtDeviceCanAccessPeer): any two distinct devices."""
+    for dev in (device, peer):
+        if not 0 <= dev < runtime_device_count:
+            raise CannError(
+                ErrorCode.RT_INVALID_DEVICEID, f"device {dev} does not exist (0..{runtime_device_count - 1})"
+            )
+    return device != peer
