@@ -81,7 +81,7 @@ class Device:
 
     def array(self, data: Any, dtype: Any = None, stream: Stream | None = None) -> DeviceArray:
         """Copy a numpy array (or anything np.asarray takes) to the device."""
-        host = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+        host = np.asarray(data, dtype=dtype, order="C")  # keeps 0-d shapes, unlike ascontiguousarray
         result = self.empty(host.shape, host.dtype)
         result.copy_from(host, stream)
         return result
@@ -201,13 +201,18 @@ class Stream:
         self._rt.destroy(force)
 
 
-def current_stream(device: Device) -> Stream:
-    """The innermost `with stream:` of this thread for device, else its default stream."""
+def active_stream(device: Device) -> Stream | None:
+    """The innermost `with stream:` of this thread for device, if any."""
     stack: list[Stream] = getattr(_current, "streams", None) or []
     for stream in reversed(stack):
         if stream._rt.device_id == device.index:
             return stream
-    return device.default_stream
+    return None
+
+
+def current_stream(device: Device) -> Stream:
+    """The innermost `with stream:` of this thread for device, else its default stream."""
+    return active_stream(device) or device.default_stream
 
 
 class Event:
@@ -288,9 +293,10 @@ class DeviceArray:
             )
 
     def copy_from(self, host: np.ndarray, stream: Stream | None = None) -> None:
-        """Copy a host array in (async on stream if given, else synchronous)."""
+        """Copy a host array in: async on stream (or the `with stream:` one), else synchronous."""
         self._check_live()
-        data = np.ascontiguousarray(host, dtype=self.dtype)
+        stream = stream or active_stream(self.device)
+        data = np.asarray(host, dtype=self.dtype, order="C")
         if data.nbytes != self.nbytes:
             raise CannError(
                 ErrorCode.RT_PARAM_INVALID, f"host array has {data.nbytes} bytes, device array {self.nbytes}"
@@ -312,8 +318,10 @@ class DeviceArray:
         )
 
     def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
-        """Copy out to a new numpy array (on stream then synchronising it, or synchronously)."""
+        """Copy out to a new numpy array: on stream (or the `with stream:` one) then synchronising
+        it, else synchronously."""
         self._check_live()
+        stream = stream or active_stream(self.device)
         host = np.empty(self.shape, dtype=self.dtype)
         if stream is None:
             memory_ops.memcpy(self.device.context, host.ctypes.data, host.nbytes, self.address, self.nbytes, 2)

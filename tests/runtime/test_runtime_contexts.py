@@ -105,11 +105,6 @@ def test_a_kernel_touching_another_contexts_memory_faults(npu: Npu) -> None:
     assert mine.sticky_code == 0  # the owner's context is unharmed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: kernel tensor views bypass Fabric.resolve, so the fault report says 'N bytes before the nearest "
-    "allocation' instead of naming the address space that owns the address",
-)
 def test_the_isolation_fault_report_names_the_owning_context(npu: Npu) -> None:
     mine = npu.ctx(0)
     theirs = npu.upload(np.arange(4, dtype=np.float32))

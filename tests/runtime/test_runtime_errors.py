@@ -94,25 +94,11 @@ def _later_calls(faulty: Faulty) -> dict[str, Callable[[], Any]]:
     }
 
 
-NOT_STICKY_YET = {"malloc", "create stream", "create event"}
 CALLS = ["launch", "synchronize stream", "query stream", "synchronize device", "memcpy", "memcpy_async", "memset",
          "record event", "malloc", "create stream", "create event"]
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(
-                strict=True, reason=f"BUG: {name} ignores the context's sticky error (only check_alive is done)"
-            ),
-        )
-        if name in NOT_STICKY_YET
-        else name
-        for name in CALLS
-    ],
-)
+@pytest.mark.parametrize("call", CALLS)
 def test_after_a_kernel_fault_every_later_call_in_the_context_returns_the_same_error(npu: Npu, call: str) -> None:
     faulty = Faulty(npu)
     faulty.fault()

@@ -21,6 +21,7 @@ from cannrt.device.descriptors import (
     SqeType,
     TensorArg,
 )
+from cannrt.device.fabric import Fabric
 from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.task import ExceptionRecord, Task
 from cannrt.dtypes import numpy_dtype
@@ -197,15 +198,18 @@ class Executor:
     def _core_error(sqe: KernelSqe) -> int:
         return VECTOR_CORE_EXCEPTION if sqe.core_kind == CoreKind.AIVEC else AICORE_EXCEPTION
 
-    @staticmethod
     def _tensor_view(
-        space: AddressSpace, arg: TensorArg, write: bool, scatter: list[tuple[np.ndarray, list[np.ndarray]]]
+        self, space: AddressSpace, arg: TensorArg, write: bool, scatter: list[tuple[np.ndarray, list[np.ndarray]]]
     ) -> np.ndarray:
         """A typed view of device memory; a tensor spanning several mappings is gathered into a
         copy (and scattered back after the kernel if it is an output)."""
         dtype = numpy_dtype(arg.dtype)
         nbytes = int(np.prod(arg.shape, dtype=np.int64)) * dtype.itemsize
-        parts = space.segments(arg.address, nbytes, "write" if write else "read")
+        kind = "write" if write else "read"
+        if Fabric.asid_of(arg.address) != space.asid:  # AI cores reach only their own context's memory
+            owner = self.npu.fabric.owner(arg.address)
+            raise DeviceFault(kind, arg.address, nbytes, None, space.asid, owner.asid if owner else -1)
+        parts = space.segments(arg.address, nbytes, kind)
         raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
         typed: np.ndarray = raw.view(dtype).reshape(arg.shape)
         if len(parts) > 1 and write:

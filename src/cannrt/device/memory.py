@@ -129,6 +129,8 @@ class DeviceFault(Exception):
     def __str__(self) -> str:
         text = f"invalid {self.kind} of {self.nbytes} bytes at 0x{self.address:x}"
         if self.owner_asid is not None and self.owner_asid != self.asid:
+            if self.owner_asid < 0:
+                return f"{text}: address belongs to no address space (this context's is {self.asid})"
             return f"{text}: address belongs to address space {self.owner_asid}, not {self.asid}"
         near = self.nearest
         if near is None:
@@ -150,8 +152,9 @@ class AddressSpace:
 
     asid: int
     device_id: int
-    _starts: list[int] = field(default_factory=list)
-    _maps: list[Mapping] = field(default_factory=list)
+    # (starts, mappings) in address order, replaced as a whole on change (copy-on-write), so the
+    # device worker always reads a consistent table while the host maps and unmaps
+    _table: tuple[list[int], list[Mapping]] = field(default_factory=lambda: ([], []))
 
     @property
     def base(self) -> int:
@@ -165,35 +168,39 @@ class AddressSpace:
 
     def map(self, va: int, chunk: PhysicalChunk, chunk_offset: int, size: int, valid: int) -> None:
         """Enter a mapping; ValueError if it overlaps one already present."""
-        index = bisect.bisect_left(self._starts, va)
-        if index > 0 and self._maps[index - 1].va + self._maps[index - 1].size > va:
+        starts, maps = self._table
+        index = bisect.bisect_left(starts, va)
+        if index > 0 and maps[index - 1].va + maps[index - 1].size > va:
             raise ValueError(f"0x{va:x} is already mapped")
-        if index < len(self._maps) and va + size > self._maps[index].va:
+        if index < len(maps) and va + size > maps[index].va:
             raise ValueError(f"range at 0x{va:x} of {size} bytes overlaps a mapping")
-        self._starts.insert(index, va)
-        self._maps.insert(index, Mapping(va, size, chunk, chunk_offset, valid))
+        mapping = Mapping(va, size, chunk, chunk_offset, valid)
+        self._table = ([*starts[:index], va, *starts[index:]], [*maps[:index], mapping, *maps[index:]])
 
     def unmap(self, va: int) -> Mapping:
         """Remove the mapping starting at va; KeyError if none starts there."""
-        index = bisect.bisect_left(self._starts, va)
-        if index == len(self._starts) or self._starts[index] != va:
+        starts, maps = self._table
+        index = bisect.bisect_left(starts, va)
+        if index == len(starts) or starts[index] != va:
             raise KeyError(va)
-        del self._starts[index]
-        return self._maps.pop(index)
+        self._table = (starts[:index] + starts[index + 1 :], maps[:index] + maps[index + 1 :])
+        return maps[index]
 
     def mapping_at(self, address: int) -> Mapping | None:
         """The mapping whose valid bytes contain address, if any."""
-        index = bisect.bisect_right(self._starts, address) - 1
+        starts, maps = self._table
+        index = bisect.bisect_right(starts, address) - 1
         if index >= 0:
-            found = self._maps[index]
+            found = maps[index]
             if address < found.va + found.valid:
                 return found
         return None
 
     def nearest(self, address: int) -> Mapping | None:
         """The mapping closest to address (for fault reports)."""
-        index = bisect.bisect_right(self._starts, address)
-        candidates = self._maps[max(0, index - 1) : index + 1]
+        starts, maps = self._table
+        index = bisect.bisect_right(starts, address)
+        candidates = maps[max(0, index - 1) : index + 1]
         if not candidates:
             return None
         return min(candidates, key=lambda m: min(abs(address - m.va), abs(address - m.va - m.valid)))
@@ -237,4 +244,4 @@ class AddressSpace:
 
     def mappings(self) -> list[Mapping]:
         """All mappings in address order."""
-        return list(self._maps)
+        return list(self._table[1])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,6 @@ class SubmissionQueue:
         self.arrival_ns = [0] * depth  # doorbell time of each entry
         self.tail = 0  # host: entries written (monotonic)
         self.fetched = 0  # device: entries decoded (monotonic)
-        self.producer_lock = threading.Lock()
         # device-side state (guarded by the device lock)
         self.real_queue: deque[Task] = deque()  # fetched, not yet executed for real
         self.model_queue: deque[Task] = deque()  # fetched, not yet dispatched on the timeline

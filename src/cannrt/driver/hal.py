@@ -6,9 +6,12 @@ Errors are DriverError with the ACL runtime code the runtime should report.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Concatenate, ParamSpec, TypeVar
 
 from cannrt.config import Settings
 from cannrt.device.clock import HostClock
@@ -45,6 +48,21 @@ class Resource(IntEnum):
     MODEL = 5
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def serialised(method: Callable[Concatenate[Driver, P], R]) -> Callable[Concatenate[Driver, P], R]:
+    """Run a bookkeeping call under the driver lock (host threads may call concurrently)."""
+
+    @functools.wraps(method)
+    def locked(self: Driver, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class DriverError(Exception):
     """A driver call failed; code is the ACL runtime error code."""
 
@@ -65,6 +83,7 @@ class Driver:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self._lock = threading.RLock()  # guards ids, address spaces and HBM bookkeeping
         self.clock = HostClock()
         self.fabric = Fabric()
         self._devices: dict[int, Npu] = {}
@@ -85,12 +104,14 @@ class Driver:
         """Number of devices on this host."""
         return self.settings.device_count
 
+    @serialised
     def open(self, dev: int) -> None:
         """Power up a device (idempotent)."""
         self._check_dev(dev)
         if dev not in self._devices:
             self._devices[dev] = Npu(dev, self.settings, self.clock, self.fabric)
 
+    @serialised
     def close(self, dev: int) -> None:
         """Power down a device: stop its worker, drop its memory and queues."""
         npu = self._devices.pop(dev, None)
@@ -118,6 +139,7 @@ class Driver:
             raise DriverError(107001, f"device {dev} is not open") from None
 
     # -- resource ids ------------------------------------------------------------------------
+    @serialised
     def resource_alloc(self, dev: int, kind: Resource) -> int:
         """Allocate a resource id; DriverError 207005/207007/207008 when exhausted."""
         self._npu(dev)
@@ -136,6 +158,7 @@ class Driver:
             self._devices[dev].clear_event_slot(rid)
         return rid
 
+    @serialised
     def resource_free(self, dev: int, kind: Resource, rid: int) -> None:
         """Return a resource id."""
         next_id, free = self._ids.get((dev, kind), (0, set()))
@@ -143,18 +166,21 @@ class Driver:
         self._ids[(dev, kind)] = (next_id, free)
 
     # -- queues and tasks --------------------------------------------------------------------
+    @serialised
     def cq_alloc(self, dev: int) -> int:
         """Allocate a completion queue."""
         cq_id = self.resource_alloc(dev, Resource.CQ)
         self._npu(dev).create_cq(cq_id)
         return cq_id
 
+    @serialised
     def sq_alloc(self, dev: int, stream_id: int, asid: int, priority: int, cq_id: int) -> int:
         """Allocate an SQ bound to a stream id, an address space and a CQ."""
         sq_id = self.resource_alloc(dev, Resource.SQ)
         self._npu(dev).create_sq(sq_id, stream_id, asid, priority, cq_id)
         return sq_id
 
+    @serialised
     def sq_free(self, dev: int, sq_id: int, discard: bool) -> None:
         """Free an SQ; discard drops tasks not yet run."""
         self._npu(dev).destroy_sq(sq_id, discard)
@@ -172,6 +198,10 @@ class Driver:
         """Map an SQ into the caller: a function (sqe, param_va, params) -> position that writes
         one SQE (and its parameter block) and rings the doorbell, as a user-mapped ring would."""
         return self._npu(dev).sq_sender(sq_id)
+
+    def sq_tail(self, dev: int, sq_id: int) -> int:
+        """Entries written into the SQ so far (by every host thread)."""
+        return self._npu(dev).sqs[sq_id].tail
 
     def sq_head(self, dev: int, sq_id: int) -> int:
         """Tasks of the SQ completed by now on the modelled timeline."""
@@ -272,6 +302,7 @@ class Driver:
         return records
 
     # -- memory ------------------------------------------------------------------------------
+    @serialised
     def space_create(self, dev: int) -> int:
         """A new device virtual address space (one per context); returns its id."""
         self._npu(dev)
@@ -284,6 +315,7 @@ class Driver:
         self.fabric.add(space)
         return asid
 
+    @serialised
     def space_destroy(self, asid: int) -> None:
         """Drop an address space and free its physical memory."""
         info = self._spaces.pop(asid, None)
@@ -301,6 +333,7 @@ class Driver:
         except KeyError:
             raise DriverError(107002, f"address space {asid} does not exist") from None
 
+    @serialised
     def mem_alloc(self, asid: int, size: int, valid: int, huge: bool) -> int:
         """Physical pages + a VA range + the mapping, in one call; returns the VA."""
         info = self._space(asid)
@@ -311,6 +344,7 @@ class Driver:
         info.chunks[va] = handle
         return va
 
+    @serialised
     def mem_free(self, asid: int, va: int) -> int:
         """Free what mem_alloc made; returns the valid bytes. DriverError 107017 if va is unknown."""
         info = self._space(asid)
@@ -322,6 +356,7 @@ class Driver:
         self._npu(info.space.device_id).hbm.free(handle)
         return mapping.valid
 
+    @serialised
     def mem_physical_alloc(self, dev: int, size: int, huge: bool) -> int:
         """Physical pages only; returns a handle. DriverError 207001 when HBM is full."""
         try:
@@ -330,6 +365,7 @@ class Driver:
             raise DriverError(207001, f"device {dev} out of memory: {exc}") from None
         return chunk.handle
 
+    @serialised
     def mem_physical_free(self, dev: int, handle: int) -> None:
         """Free physical pages by handle."""
         try:
@@ -337,6 +373,7 @@ class Driver:
         except KeyError:
             raise DriverError(107017, f"physical handle {handle} does not exist") from None
 
+    @serialised
     def mem_reserve(self, asid: int, size: int, alignment: int, expect: int) -> int:
         """Reserve a VA range without memory behind it."""
         return self._reserve(self._space(asid), size, max(alignment, NORMAL_PAGE), expect)
@@ -347,6 +384,7 @@ class Driver:
         except AddressRangeError as exc:
             raise DriverError(207001, str(exc)) from None
 
+    @serialised
     def mem_release(self, asid: int, va: int) -> None:
         """Release a reserved VA range."""
         try:
@@ -354,6 +392,7 @@ class Driver:
         except AddressRangeError as exc:
             raise DriverError(107017, str(exc)) from None
 
+    @serialised
     def mem_map(self, asid: int, va: int, size: int, offset: int, handle: int) -> None:
         """Map physical pages behind part of a reservation."""
         info = self._space(asid)
@@ -365,6 +404,7 @@ class Driver:
         except (KeyError, ValueError) as exc:
             raise DriverError(107000, f"cannot map 0x{va:x}: {exc}") from None
 
+    @serialised
     def mem_unmap(self, asid: int, va: int) -> None:
         """Remove a mapping made by mem_map."""
         try:

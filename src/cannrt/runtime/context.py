@@ -52,6 +52,7 @@ class Context:
     def create_stream(self, priority: int = 0, flags: int = 0, *, is_default: bool = False) -> Stream:
         """A new stream in this context (aclrtCreateStreamWithConfig)."""
         self.check_alive()
+        self.check_sticky()
         stream = Stream(self, priority, flags, is_default=is_default)
         with self.lock:
             self.streams[stream.sq_id] = stream
@@ -66,6 +67,7 @@ class Context:
     def create_event(self, flags: int = 0x9, *, legacy: bool = False) -> Event:
         """A new event in this context."""
         self.check_alive()
+        self.check_sticky()
         event = Event(self, flags, legacy=legacy)
         with self.lock:
             self.events.add(event)

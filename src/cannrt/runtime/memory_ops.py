@@ -85,6 +85,7 @@ def _oom(ctx: Context, size: int, exc: DriverError) -> OutOfMemoryError:
 def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pad: bool = True) -> int:
     """Allocate device memory in ctx (aclrtMalloc / aclrtMallocAlign32 with pad=False)."""
     ctx.check_alive()
+    ctx.check_sticky()
     if size <= 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"malloc size must be positive, got {size}")
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cannrt.device.descriptors import (
@@ -60,6 +61,7 @@ class Stream:
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
         self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
         self.tail = 0  # tasks submitted (monotonic)
+        self._submit_lock = threading.Lock()  # one producer at a time: task ids, argument slots, ring
         self.destroyed = False
         self.stop_on_error = False
         self.error_code = 0  # first device error seen on this stream and not yet reported
@@ -88,9 +90,6 @@ class Stream:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self.context.check_sticky()
 
-    def _flags(self) -> int:
-        return self.sqe_flags
-
     def request_all_reports(self, enabled: bool) -> None:
         """Ask the device for a completion report of every task (profiling) or only of failures."""
         self.sqe_flags = WR_CQE if enabled else 0
@@ -99,26 +98,16 @@ class Stream:
         """Send a kernel SQE (and its parameter block); returns the task position."""
         if self.destroyed or self.context.sticky_code:
             self.check_usable()
-        position = self.tail
-        param_va = 0
-        if params:
-            param_va = self._param_area() + (position % self.depth) * MAX_PARAM_BYTES
-        sqe = _pack_kernel(
-            _KERNEL,
-            self.sqe_flags,
-            block_dim,
-            self.stream_id,
-            position & 0xFFFF,
-            0,
-            0,
-            1 if params else 0,
-            core_kind,
-            len(params),
-            pc,
-            param_va,
-        )
-        self._clock.now_ns += self._launch_ns
-        self.tail = self._send(sqe, param_va, params) + 1
+        param_area = self._param_area() if params else 0
+        with self._submit_lock:
+            position = self.tail
+            param_va = param_area + (position % self.depth) * MAX_PARAM_BYTES if params else 0
+            sqe = _pack_kernel(
+                _KERNEL, self.sqe_flags, block_dim, self.stream_id, position & 0xFFFF,
+                0, 0, 1 if params else 0, core_kind, len(params), pc, param_va,
+            )  # fmt: skip
+            self._clock.now_ns += self._launch_ns
+            self.tail = self._send(sqe, param_va, params) + 1
         return position
 
     def _param_area(self) -> int:
@@ -127,36 +116,43 @@ class Stream:
             self._param_base = self.context.allocate_internal(size)
         return self._param_base
 
+    def _submit(self, pack: Callable[[int], bytes], host_ns: int) -> int:
+        """Send one non-kernel SQE built by pack(position)."""
+        self.check_usable()
+        with self._submit_lock:
+            position = self.tail
+            sqe = pack(position)
+            self._clock.now_ns += host_ns
+            self.tail = self._send(sqe, 0, b"") + 1
+        return position
+
     def submit_event(self, sqe_type: int, event_id: int, mode: int, value: int) -> int:
         """Send an event record / wait / write-value SQE."""
-        self.check_usable()
-        position = self.tail
-        sqe = EVENT_SQE.pack(sqe_type, self._flags(), 0, self.stream_id, position & 0xFFFF, event_id, mode, value)
-        self._clock.now_ns += self._costs.event_ns
-        self.tail = self._send(sqe, 0, b"") + 1
-        return position
+        flags, stream_id = self.sqe_flags, self.stream_id
+        return self._submit(
+            lambda pos: EVENT_SQE.pack(sqe_type, flags, 0, stream_id, pos & 0xFFFF, event_id, mode, value),
+            self._costs.event_ns,
+        )
 
     def submit_sdma(self, op: int, kind: int, src: int, dst: int, length: int, value: int = 0) -> int:
         """Send a copy or memset SQE."""
-        self.check_usable()
-        position = self.tail
-        sqe = SDMA_SQE.pack(
-            SqeType.SDMA, self._flags(), 0, self.stream_id, position & 0xFFFF, op, kind, value, src, dst, length
+        flags, stream_id = self.sqe_flags, self.stream_id
+        return self._submit(
+            lambda pos: SDMA_SQE.pack(
+                SqeType.SDMA, flags, 0, stream_id, pos & 0xFFFF, op, kind, value, src, dst, length
+            ),
+            self._costs.memcpy_async_ns,
         )
-        self._clock.now_ns += self._costs.memcpy_async_ns
-        self.tail = self._send(sqe, 0, b"") + 1
-        return position
 
     def submit_callback(self, callback_id: int, block: bool) -> int:
         """Send a host-callback placeholder SQE."""
-        self.check_usable()
-        position = self.tail
-        sqe = CALLBACK_SQE.pack(
-            SqeType.PLACE_HOLDER, WR_CQE, 0, self.stream_id, position & 0xFFFF, callback_id, int(block)
+        stream_id = self.stream_id
+        return self._submit(
+            lambda pos: CALLBACK_SQE.pack(
+                SqeType.PLACE_HOLDER, WR_CQE, 0, stream_id, pos & 0xFFFF, callback_id, int(block)
+            ),
+            self._costs.call_ns,
         )
-        self._clock.now_ns += self._costs.call_ns
-        self.tail = self._send(sqe, 0, b"") + 1
-        return position
 
     # -- observation -------------------------------------------------------------------------
     def query(self) -> bool:
