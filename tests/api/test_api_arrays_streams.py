@@ -62,7 +62,6 @@ def test_empty_arrays_read_as_zero_and_zero_sized_arrays_work(rt: Runtime) -> No
     assert device.array(np.zeros((0, 3))).to_numpy().shape == (0, 3)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Device.array turns a 0-d array into shape (1,) (np.ascontiguousarray)")
 def test_a_zero_dimensional_array_keeps_its_shape(rt: Runtime) -> None:
     back = Device(0).array(np.float32(3.5)).to_numpy()
     assert back.shape == () and back == np.float32(3.5)
@@ -131,11 +130,6 @@ def test_leaving_a_with_block_by_an_exception_restores_the_current_stream(rt: Ru
     assert current_stream(device) == device.default_stream
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: `with stream:` is documented to make the stream current for array copies, but Device.array "
-    "and DeviceArray.to_numpy never consult current_stream()",
-)
 def test_array_copies_inside_a_with_block_go_to_that_stream(rt: Runtime) -> None:
     device = Device(0)
     stream = device.stream()
