@@ -56,9 +56,7 @@ def test_bad_input_exits_nonzero_naming_the_line(tmp_path: Path) -> None:
 
 
 def test_capacity_below_the_bound_is_reported(tmp_path: Path) -> None:
-    result = runner.invoke(
-        _app(), ["plan", str(_write(tmp_path, "p.csv", PROBLEM)), "--capacity", "10"]
-    )
+    result = runner.invoke(_app(), ["plan", str(_write(tmp_path, "p.csv", PROBLEM)), "--capacity", "10"])
     assert result.exit_code == 1
     assert "does not fit: lower bound 24 > capacity 10" in result.output
 

@@ -33,9 +33,7 @@ def test_keeping_the_best_order_is_never_worse_than_the_plain_baseline(
 def test_the_conflict_graph_lists_exactly_the_pairs_live_together(buffers: list[Buffer]) -> None:
     graph = conflicts(Arrays.of(buffers))
     for i, a in enumerate(buffers):
-        live_together = (
-            j for j, b in enumerate(buffers) if a.lower < b.upper and b.lower < a.upper
-        )
+        live_together = (j for j, b in enumerate(buffers) if a.lower < b.upper and b.lower < a.upper)
         expected = set(live_together) - {i}
         assert set(graph.of(i).tolist()) == expected
 

@@ -41,9 +41,7 @@ class Buffer:
         if self.size < 0:
             raise InvalidBufferError(f"buffer {self.id}: negative size {self.size}")
         if self.lower >= self.upper:
-            raise InvalidBufferError(
-                f"buffer {self.id}: lower {self.lower} >= upper {self.upper} (empty lifetime)"
-            )
+            raise InvalidBufferError(f"buffer {self.id}: lower {self.lower} >= upper {self.upper} (empty lifetime)")
         if self.alignment < 1:
             raise InvalidBufferError(f"buffer {self.id}: alignment {self.alignment} < 1")
 

@@ -22,9 +22,7 @@ def plan_command(
         int | None,
         typer.Option(help="bytes available (default: from a name like A.1048576.csv, else none)"),
     ] = None,
-    time_limit: Annotated[
-        float, typer.Option("--time-limit", min=0.0, help="search time limit, seconds")
-    ] = 10.0,
+    time_limit: Annotated[float, typer.Option("--time-limit", min=0.0, help="search time limit, seconds")] = 10.0,
     out: Annotated[Path | None, typer.Option("--out", help="write the solution CSV here")] = None,
 ) -> None:
     """Pack the buffers of FILE at offsets and print the report."""

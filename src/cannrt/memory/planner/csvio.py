@@ -81,9 +81,7 @@ def _buffers(rows: list[tuple[int, list[str]]], source: str) -> list[Buffer]:
         if not ident:
             raise CsvFormatError(source, line, "empty id")
         if ident in seen:
-            raise CsvFormatError(
-                source, line, f"duplicate id {ident!r} (first on line {seen[ident]})"
-            )
+            raise CsvFormatError(source, line, f"duplicate id {ident!r} (first on line {seen[ident]})")
         seen[ident] = line
         values = {n: _int(cells, c, n, source, line) for n, c in cols.items() if n != "id"}
         try:
@@ -98,9 +96,7 @@ def _int(cells: list[str], col: int, name: str, source: str, line: int) -> int:
     try:
         return int(cells[col])
     except (ValueError, IndexError):
-        raise CsvFormatError(
-            source, line, f"column {name!r}: not an integer: {cells[col]!r}"
-        ) from None
+        raise CsvFormatError(source, line, f"column {name!r}: not an integer: {cells[col]!r}") from None
 
 
 def format_csv(buffers: Sequence[Buffer], offsets: Iterable[int] | None = None) -> str:

@@ -14,32 +14,37 @@ INF = np.int64(2**62)
 
 @dataclass(frozen=True)
 class Conflicts:
-    """Compressed adjacency of the buffers whose lifetimes intersect (both directions)."""
+    """Finds the buffers whose lifetimes intersect a given one, without storing the graph.
 
-    ptr: IntArray
-    nbr: IntArray
+    Buffers are sorted by start; those live with buffer i lie in one window of that order:
+    from the first whose running maximum end passes i's start, to the last starting before
+    i's end. The window is filtered by end > i's start.
+    """
+
+    order: IntArray
+    starts: IntArray
+    ends: IntArray
+    reach: IntArray
+    lower: IntArray
+    upper: IntArray
 
     def of(self, i: int) -> IntArray:
         """Indices of the buffers live at some time together with buffer `i`."""
-        return self.nbr[self.ptr[i] : self.ptr[i + 1]]
+        lo, up = self.lower[i], self.upper[i]
+        first = int(np.searchsorted(self.reach, lo, side="right"))
+        last = int(np.searchsorted(self.starts, up, side="left"))
+        window = self.order[first:last]
+        hits: IntArray = window[self.ends[first:last] > lo]
+        others: IntArray = hits[hits != i]
+        return others
 
 
 def conflicts(arrays: Arrays) -> Conflicts:
-    """Build the time-overlap graph in O(n log n + edges) with numpy."""
-    n = len(arrays)
+    """Index the buffers by start time for `Conflicts.of` queries (O(n log n))."""
     order = np.argsort(arrays.lower, kind="stable")
-    lows = arrays.lower[order]
-    ends = np.searchsorted(lows, arrays.upper[order], side="left")
-    counts = np.maximum(ends - np.arange(n) - 1, 0)
-    src_pos = np.repeat(np.arange(n), counts)
-    starts = np.cumsum(counts) - counts
-    dst_pos = np.arange(int(counts.sum())) - np.repeat(starts, counts) + src_pos + 1
-    src, dst = order[src_pos], order[dst_pos]
-    a, b = np.concatenate([src, dst]), np.concatenate([dst, src])
-    by_src = np.argsort(a, kind="stable")
-    ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(a, minlength=n), out=ptr[1:])
-    return Conflicts(ptr, b[by_src].astype(np.int64))
+    ends = arrays.upper[order]
+    reach = np.maximum.accumulate(ends) if len(ends) else ends
+    return Conflicts(order, arrays.lower[order], ends, reach, arrays.lower, arrays.upper)
 
 
 def place(size: int, align: int, offs: IntArray, sizes: IntArray, best_fit: bool) -> int:

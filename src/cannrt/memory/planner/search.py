@@ -8,7 +8,6 @@ capacity), with the greedy packing as a hint. Without OR-Tools the greedy packin
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -26,6 +25,8 @@ from cannrt.memory.planner.buffers import (
 
 Progress = Callable[[float, int], None]
 SEARCH_WORKERS = 2
+USE_NO_OVERLAP_2D = False
+LOWEST_FIRST = True
 MAX_CLIQUE_TERMS = 3_000_000
 """Above this many (buffer, section) memberships the model is too big to pay off."""
 
@@ -101,9 +102,14 @@ def improve(
 
 
 def _unit(arrays: Arrays, target: int) -> int:
-    """Largest unit that divides every size, every alignment and nothing we need finer."""
-    g = int(np.gcd.reduce(np.concatenate([arrays.size, arrays.alignment])))
-    return math.gcd(g, target) if g > 0 else 1
+    """Largest unit dividing every size, every alignment above 1 and the target.
+
+    Normalised packings (each buffer pushed down onto another or 0) then have every offset a
+    multiple of the unit, so solving in units loses nothing.
+    """
+    aligns = arrays.alignment[arrays.alignment > 1]
+    g = int(np.gcd.reduce(np.concatenate([arrays.size, aligns, [target]])))
+    return max(g, 1)
 
 
 def _solve(
@@ -115,50 +121,83 @@ def _solve(
     deadline: float,
     progress: Progress | None,
 ) -> bool:
-    """Run CP-SAT until a packing <= target, proof of optimality or the deadline."""
+    """Decide `peak <= target` first; when that is refuted, minimise the peak from the hint."""
+    status = _phase(arrays, sections, best, bound, target, deadline, progress, minimise=False)
+    if status != "infeasible" or best.peak <= target:
+        return best.peak <= bound
+    status = _phase(arrays, sections, best, bound, target, deadline, progress, minimise=True)
+    return status == "optimal"
+
+
+def _phase(
+    arrays: Arrays,
+    sections: Sequence[IntArray],
+    best: _Best,
+    bound: int,
+    target: int,
+    deadline: float,
+    progress: Progress | None,
+    minimise: bool,
+) -> str:
+    """One CP-SAT run: feasibility at `target`, or minimisation below the best peak."""
     from ortools.sat.python import cp_model
 
     unit = _unit(arrays, target)
     size = arrays.size // unit
     model = cp_model.CpModel()
-    top = best.peak // unit
-    peak = model.new_int_var(-(-bound // unit), top, "peak")
-    ks: list[Any] = []
+    top = (best.peak if minimise else target) // unit
+    peak = model.new_int_var(-(-bound // unit), top, "peak") if minimise else None
+    ks: list[tuple[Any, int]] = []
     intervals: list[Any] = []
     for i in range(len(arrays)):
         align = max(int(arrays.alignment[i]) // unit, 1)
         k = model.new_int_var(0, max(top - int(size[i]), 0) // align, f"k{i}")
         ks.append((k, align))
         intervals.append(model.new_fixed_size_interval_var(k * align, int(size[i]), f"y{i}"))
-        model.add(k * align + int(size[i]) <= peak)
-        model.add_hint(k, int(best.offsets[i]) // unit // align)
+        if peak is not None:
+            model.add(k * align + int(size[i]) <= peak)
+            model.add_hint(k, int(best.offsets[i]) // unit // align)
     for section in sections:
         model.add_no_overlap([intervals[i] for i in section.tolist()])
-    model.minimize(peak)
-    return _run(model, ks, peak, unit, best, target, deadline, progress)
+    if USE_NO_OVERLAP_2D:
+        times = [
+            model.new_fixed_size_interval_var(int(lo), int(up - lo), f"t{i}")
+            for i, (lo, up) in enumerate(zip(arrays.lower, arrays.upper, strict=True))
+        ]
+        model.add_no_overlap_2d(times, intervals)
+    if LOWEST_FIRST:
+        order = np.argsort(-arrays.size, kind="stable")  # ties: the larger buffer first
+        model.add_decision_strategy(
+            [ks[i][0] for i in order.tolist()],
+            cp_model.CHOOSE_LOWEST_MIN,
+            cp_model.SELECT_MIN_VALUE,
+        )
+    if peak is not None:
+        model.minimize(peak)
+    return _run(model, ks, unit, arrays.size, best, target, deadline, progress)
 
 
 def _run(
     model: Any,
     ks: list[tuple[Any, int]],
-    peak: Any,
     unit: int,
+    sizes: IntArray,
     best: _Best,
     target: int,
     deadline: float,
     progress: Progress | None,
-) -> bool:
-    """Solve, recording every improving packing in `best`; True when proven optimal."""
+) -> str:
+    """Solve, recording improving packings in `best`: 'optimal', 'infeasible' or 'unknown'."""
     from ortools.sat.python import cp_model
 
     began = time.monotonic()
 
-    class Recorder(cp_model.CpSolverSolutionCallback):  # type: ignore[misc]
+    class Recorder(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
-            value = int(self.value(peak)) * unit
+            offsets = np.array([self.value(k) * a * unit for k, a in ks], np.int64)
+            value = int((offsets + sizes).max(initial=0))
             if value < best.peak:
-                best.offsets = np.array([self.value(k) * a * unit for k, a in ks], np.int64)
-                best.peak = value
+                best.offsets, best.peak = offsets, value
                 if progress is not None:
                     progress(time.monotonic() - began, value)
             if value <= target:
@@ -168,4 +207,6 @@ def _run(
     solver.parameters.max_time_in_seconds = max(deadline - time.monotonic(), 0.01)
     solver.parameters.num_workers = SEARCH_WORKERS
     status = solver.solve(model, Recorder())
-    return bool(status == cp_model.OPTIMAL)
+    if status == cp_model.OPTIMAL:
+        return "optimal"
+    return "infeasible" if status == cp_model.INFEASIBLE else "unknown"
