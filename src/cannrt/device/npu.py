@@ -36,6 +36,7 @@ CODE_STRIDE = 0x1000
 TASK_TYPE_NOT_SUPPORT = 507009
 SQE_WORDS = struct.Struct("<16I")
 STUCK_GRACE_S = 0.05  # wall time a bounded host wait gives other host threads before timing out
+HOST_WORK_GRACE_S = 1.0  # the same while a reported callback still runs on a host thread
 
 CallbackSink = Callable[[int, int, int, int, int, int], None]  # dev, sq, stream, task, callback, token
 
@@ -224,7 +225,7 @@ class Npu:
         kind = task.sqe.sqe_type
         if kind == SqeType.PLACE_HOLDER:
             with self.lock:
-                self.timeline.callback_finished(task, self.clock.now_ns)
+                self.timeline.callback_finished(task)
                 self.lock.notify_all()
             return
         if task.discarded and kind == SqeType.EVENT_WAIT:
@@ -350,7 +351,12 @@ class Npu:
             if self.timeline.next_time() != NEVER:  # the next event lies past the deadline
                 self.clock.move_to(deadline)
                 return False
-            grace = STUCK_GRACE_S if deadline != NEVER else max(0.0, wall_limit - time.monotonic())
+            if deadline == NEVER:
+                grace = max(0.0, wall_limit - time.monotonic())
+            elif self.timeline.has_parked_callbacks():
+                grace = HOST_WORK_GRACE_S  # a host thread is running a callback: give it time
+            else:
+                grace = STUCK_GRACE_S
             if not self.lock.wait(grace) and not self._doorbells:
                 if deadline != NEVER:
                     self.clock.move_to(deadline)

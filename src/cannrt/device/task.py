@@ -41,6 +41,7 @@ class Task:
         "args",
         "arrival_ns",
         "aux",
+        "blocks",
         "cores",
         "discarded",
         "end_ns",
@@ -72,4 +73,5 @@ class Task:
         self.start_ns = 0
         self.end_ns = 0
         self.cores: tuple[int, ...] = ()
+        self.blocks: tuple[tuple[int, int, int], ...] = ()  # (core, start, end) when tracing
         self.aux: Any = None  # per-type extra (pipe times for kernels)

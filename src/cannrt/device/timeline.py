@@ -44,6 +44,13 @@ _EVENT_WAIT = int(SqeType.EVENT_WAIT)
 _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 
 
+def _task_name(sqe_type: int) -> str:
+    try:
+        return SqeType(sqe_type).name
+    except ValueError:
+        return f"SQE_TYPE_{sqe_type}"
+
+
 def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
     """Among SQs ready at one instant: more urgent priority first, then lower SQ id."""
     return (sq.priority, sq.sq_id)
@@ -80,6 +87,14 @@ class TaskRecord(NamedTuple):
     bytes_read: int
     bytes_written: int
     status: int
+    arrival_ns: int = 0  # doorbell time (host clock) of the SQE
+    args: tuple[object, ...] = ()  # kernel arguments (TensorArg, scalars)
+    outputs: tuple[int, ...] = ()  # argument indices the kernel writes
+    work: Work | None = None
+    core_kind: int = -1  # CoreKind of a kernel, -1 otherwise
+    blocks: tuple[tuple[int, int, int], ...] = ()  # (physical core or SDMA engine, start, end) per block
+    copy_kind: int = -1  # memcpy kind of an SDMA copy, -1 otherwise
+    discarded: bool = False
 
 
 class Timeline:
@@ -283,6 +298,7 @@ class Timeline:
         used: list[int] = []
         end = start
         launch_ns = self.costs.block_launch_ns
+        spans: list[tuple[int, int, int]] | None = [] if self.records is not None else None
         for fraction in plan.fractions:
             free_at, core = heap[0]
             at = free_at if free_at > start else start
@@ -292,6 +308,9 @@ class Timeline:
                 end = finish
             if core not in used:
                 used.append(core)
+            if spans is not None:
+                spans.append((core, at, finish))
+        task.blocks = tuple(spans) if spans else ()
         return end, tuple(used), sums, hit
 
     def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
@@ -331,11 +350,16 @@ class Timeline:
         if self.records is not None:
             self.records.append(self._record(task))
 
-    def callback_finished(self, task: Task, host_ns: int) -> None:
-        """A host ran a callback's function at host time host_ns: a parked callback completes then."""
+    def has_parked_callbacks(self) -> bool:
+        """True while a callback reached its end on the timeline but its host function has not run."""
+        return bool(self._parked_callbacks)
+
+    def callback_finished(self, task: Task) -> None:
+        """A host ran a parked callback's function: it completes at its modelled end (or now, if
+        the timeline already moved past it), never at a wall-clock-dependent time."""
         if task in self._parked_callbacks:
             self._parked_callbacks.discard(task)
-            task.end_ns = max(task.end_ns, host_ns, self.now)
+            task.end_ns = max(task.end_ns, self.now)
             self._seq += 1
             heapq.heappush(self._heap, (task.end_ns, COMPLETE, self._seq, task))
 
@@ -352,12 +376,17 @@ class Timeline:
         sqe = task.sqe
         pipes, hit = task.aux if task.aux else (None, 0.0)
         read = written = 0
-        name = task.kernel.name if task.kernel is not None else SqeType(sqe.sqe_type).name
-        if task.kernel is not None and task.args and not task.status:
+        name = task.kernel.name if task.kernel is not None else _task_name(sqe.sqe_type)
+        work: Work | None = None
+        blocks = task.blocks
+        copy_kind = -1
+        if task.kernel is not None and not task.status:
             work = task.kernel.work(task.args)
             read, written = work.bytes_read, work.bytes_written
         elif isinstance(sqe, SdmaSqe):
             read = written = sqe.length
+            copy_kind = sqe.kind
+            blocks = tuple((engine, task.start_ns, task.end_ns) for engine in task.cores)
         return TaskRecord(
             self.npu.device_id,
             sqe.stream_id,
@@ -374,4 +403,12 @@ class Timeline:
             read,
             written,
             task.status,
+            task.arrival_ns,
+            task.args,
+            task.kernel.outputs if task.kernel is not None else (),
+            work,
+            sqe.core_kind if isinstance(sqe, KernelSqe) else -1,
+            blocks,
+            copy_kind,
+            task.discarded,
         )

@@ -13,6 +13,7 @@ from cannrt.driver.hal import DriverError
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.event import Event
 from cannrt.runtime.stream import Stream
+from cannrt.runtime.tracing import api_call
 from cannrt.tools.exception_report import format_exception_record
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class Context:
         return f"<{kind}Context on device {self.device_id}, {len(self.streams)} streams>"
 
     # -- objects -----------------------------------------------------------------------------
+    @api_call("aclrtCreateStream")
     def create_stream(self, priority: int = 0, flags: int = 0, *, is_default: bool = False) -> Stream:
         """A new stream in this context (aclrtCreateStreamWithConfig)."""
         self.check_alive()
@@ -64,6 +66,7 @@ class Context:
             self.streams.pop(stream.sq_id, None)
         self.runtime.callbacks.forget_stream(stream)
 
+    @api_call("aclrtCreateEvent")
     def create_event(self, flags: int = 0x9, *, legacy: bool = False) -> Event:
         """A new event in this context."""
         self.check_alive()

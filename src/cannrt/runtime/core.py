@@ -20,6 +20,7 @@ from cannrt.kernels.registry import Kernel
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
 from cannrt.runtime.host_memory import HostAllocations
+from cannrt.runtime.tracing import ApiRecord, api_call
 
 if TYPE_CHECKING:
     from cannrt.device.descriptors import Cqe
@@ -60,6 +61,7 @@ class Runtime:
         self._local = threading.local()
         self._lock = threading.RLock()
         self.exception_callback: Callable[[ExceptionInfo], object] | None = None
+        self.api_records: list[ApiRecord] | None = None  # host API calls while a profiler collects
         self.closed = False
 
     # -- host clock --------------------------------------------------------------------------
@@ -149,6 +151,7 @@ class Runtime:
         """The calling thread's context, if it has one."""
         return getattr(self._local, "context", None)
 
+    @api_call("aclrtSynchronizeDevice")
     def synchronize_device(self, device_id: int, timeout_ms: int | None = None) -> None:
         """Wait for every stream of the device (aclrtSynchronizeDevice[WithTimeout])."""
         state = self.device_state(device_id)

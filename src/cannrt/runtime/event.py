@@ -14,6 +14,7 @@ from cannrt.device.descriptors import EventMode, SqeType
 from cannrt.driver.hal import DriverError, Resource
 from cannrt.errors import CannError, CannTimeout, ErrorCode
 from cannrt.runtime.stream import poll_cost
+from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
     from cannrt.runtime.context import Context
@@ -86,6 +87,7 @@ class Event:
         stream.submit_event(SqeType.WRITE_VALUE, self.event_id, EventMode.BINARY, 0)
         self.records = 0
 
+    @api_call("aclrtQueryEventStatus")
     def query(self) -> bool:
         """True once the newest record completed, or if never recorded (aclrtQueryEventStatus)."""
         self._check()
@@ -97,6 +99,7 @@ class Event:
         self._poll_streak = 0 if done else self._poll_streak + 1
         return done
 
+    @api_call("aclrtSynchronizeEvent")
     def synchronize(self, timeout_ms: int | None = None) -> None:
         """Block until the newest record completed (aclrtSynchronizeEvent[WithTimeout])."""
         self._check()
@@ -126,6 +129,7 @@ class Event:
             raise CannError(ErrorCode.RT_EVENT_NOT_COMPLETE, f"event {self.event_id} is not complete yet")
         return self._driver.event_read(self.device_id, self.event_id)[1]
 
+    @api_call("aclrtEventElapsedTime")
     def elapsed_ms(self, end: Event) -> float:
         """Milliseconds between two completed records (aclrtEventElapsedTime)."""
         for event in (self, end):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from cannrt.device.descriptors import SdmaOp
 from cannrt.driver.hal import DriverError
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
+from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
     from cannrt.runtime.context import Context
@@ -82,6 +83,7 @@ def _oom(ctx: Context, size: int, exc: DriverError) -> OutOfMemoryError:
     )
 
 
+@api_call("aclrtMalloc")
 def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pad: bool = True) -> int:
     """Allocate device memory in ctx (aclrtMalloc / aclrtMallocAlign32 with pad=False)."""
     ctx.check_alive()
@@ -115,6 +117,7 @@ def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pa
     return va
 
 
+@api_call("aclrtFree")
 def free(ctx: Context, va: int) -> None:
     """Free memory from malloc (aclrtFree)."""
     if va not in ctx.allocations:
@@ -210,6 +213,7 @@ def check_device_range(ctx: Context, address: int, count: int, role: str) -> Non
         )
 
 
+@api_call("aclrtMemcpy")
 def memcpy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> None:
     """Synchronous copy (aclrtMemcpy)."""
     check_copy(ctx, dst, dst_max, src, count)
@@ -246,6 +250,7 @@ def memcpy_async(ctx: Context, dst: int, dst_max: int, src: int, count: int, kin
     stream.submit_sdma(SdmaOp.COPY, resolved, src, dst, count)
 
 
+@api_call("aclrtMemset")
 def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream: Stream | None = None) -> None:
     """Fill bytes with value (aclrtMemset, or aclrtMemsetAsync with a stream); host or device memory."""
     if stream is not None:

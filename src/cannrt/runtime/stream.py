@@ -18,6 +18,7 @@ from cannrt.device.descriptors import (
 )
 from cannrt.driver.hal import DriverError
 from cannrt.errors import CannError, CannTimeout, ErrorCode
+from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
     from cannrt.kernels.registry import Kernel
@@ -155,6 +156,7 @@ class Stream:
         )
 
     # -- observation -------------------------------------------------------------------------
+    @api_call("aclrtStreamQuery")
     def query(self) -> bool:
         """True if every task submitted so far has completed (models aclrtStreamQuery)."""
         self.check_usable()
@@ -164,6 +166,7 @@ class Stream:
         self.context.drain_reports()
         return done
 
+    @api_call("aclrtSynchronizeStream")
     def synchronize(self, timeout_ms: int | None = None) -> None:
         """Block until every submitted task completed; CannTimeout(507046) after timeout_ms of
         modelled time; a device error on this stream raises its code (aclrtSynchronizeStream)."""
@@ -199,6 +202,7 @@ class Stream:
         self.stop_on_error = stop_on_error
         self._driver.sq_set_stop_on_error(self.device_id, self.sq_id, stop_on_error)
 
+    @api_call("aclrtDestroyStream")
     def destroy(self, force: bool = False) -> None:
         """Destroy: wait for pending tasks first, or discard them with force (destroy_stream_force)."""
         if self.destroyed:
