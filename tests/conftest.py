@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 import cannrt
-from cannrt.config import ChipSpec, Settings
-from cannrt.device.descriptors import SqeType
+from cannrt.config import Settings
 from cannrt.device.timeline import TaskRecord
 from cannrt.dtypes import acl_code
 from cannrt.runtime import memory_ops
@@ -30,16 +29,11 @@ from cannrt.runtime.core import Runtime, tensor_arg
 from cannrt.runtime.stream import Stream
 
 TEST_WATCHDOG_S = 10.0  # wall-clock bound on any real wait inside the simulator
-HANG_WATCHDOG_S = 2.0  # for tests that expect (or reproduce) a hang
 
 
 def settings_for_tests(**overrides: Any) -> Settings:
     """Default Settings for tests: two 910B1 devices and a short watchdog; fields may be overridden."""
-    chip = overrides.pop("chip", None)
-    settings = Settings(device_count=2, watchdog_s=TEST_WATCHDOG_S)
-    if chip is not None:
-        settings = dataclasses.replace(settings, chip=chip)
-    return dataclasses.replace(settings, **overrides)
+    return dataclasses.replace(Settings(device_count=2, watchdog_s=TEST_WATCHDOG_S), **overrides)
 
 
 @pytest.fixture
@@ -139,10 +133,6 @@ class Npu:
         records: list[TaskRecord] = self.rt.driver.trace_stop(device)
         return records
 
-    def kernel_records(self, device: int = 0, name: str | None = None) -> list[TaskRecord]:
-        """Records of kernel tasks (optionally of one kernel name)."""
-        return [r for r in self.records(device) if r.sqe_type == SqeType.KERNEL and name in (None, r.name)]
-
 
 @pytest.fixture
 def npu(rt: Runtime) -> Npu:
@@ -190,4 +180,4 @@ def report_thread(rt: Runtime) -> Iterator[ReportThread]:
     thread.close()
 
 
-__all__ = ["HANG_WATCHDOG_S", "ChipSpec", "Npu", "ReportThread", "settings_for_tests"]
+__all__ = ["Npu", "ReportThread", "settings_for_tests"]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cannrt.config import ChipSpec, DeviceCosts
+from cannrt.config import ChipSpec, DeviceCosts, chip_preset
 from cannrt.device.descriptors import SqeType, TensorArg
 from cannrt.device.timeline import TaskRecord
 from cannrt.runtime import memory_ops
@@ -175,3 +175,28 @@ def test_equal_priorities_are_served_in_stream_order(npu: Npu) -> None:
 
 def _tensor(va: int, shape: tuple[int, ...]) -> TensorArg:
     return tensor_arg(va, 0, shape)
+
+
+def test_a_submission_never_lands_in_the_modelled_past(npu: Npu) -> None:
+    first, second = npu.stream(), npu.stream()
+    npu.trace()
+    npu.spin(first, 10_000 * US)
+    first.synchronize()  # the host clock moves to the end of the spin
+    waited_until = npu.now_ns
+    npu.spin(second, 1 * US)  # an idle device: it could have run at time 0, but the host only sends it now
+    submitted_at = npu.now_ns
+    second.synchronize()
+    (late,) = _by_stream(npu.records(), second.stream_id)
+    assert waited_until < submitted_at == late.start_ns
+
+
+def test_the_910b4_preset_maps_blocks_onto_its_20_cores(make_runtime: Callable[..., Runtime]) -> None:
+    rt = make_runtime(chip=chip_preset("Ascend910B4"))
+    ctx = rt.set_device(0)
+    stream = ctx.create_stream()
+    rt.driver.trace_start(0)
+    rt.launch(stream, "spin", 24, [10 * US])
+    stream.synchronize()
+    (kernel,) = [r for r in rt.driver.trace_stop(0) if r.sqe_type == SqeType.KERNEL]
+    assert sorted(kernel.cores) == list(range(20))
+    assert kernel.end_ns - kernel.start_ns == COSTS.dispatch_ns + 2 * 10 * US + COSTS.block_launch_ns
