@@ -4,6 +4,7 @@ reordering (within a stream, or across streams chained by events) shows up in th
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -85,3 +86,33 @@ def test_a_token_passed_round_robin_by_events_orders_eight_streams_into_one_log(
         done[index].record(streams[index])
     npu.rt.synchronize_device(0, timeout_ms=1000)
     assert log.contents().tolist() == list(range(TASKS))
+
+
+def test_threads_sharing_the_default_stream_each_keep_their_order(npu: Npu) -> None:
+    """The default stream is shared by every thread using the context: concurrent submissions all
+    land, and each thread's tasks run in the order that thread submitted them."""
+    ctx = npu.ctx()
+    threads, per_thread = 4, 500
+    log = Log(npu, threads * per_thread)
+    errors: list[BaseException] = []
+
+    def submit(index: int) -> None:
+        try:
+            npu.rt.set_context(ctx)
+            stream = npu.rt.current_context().default_stream
+            for task in range(per_thread):
+                npu.launch(stream, "test_append", log.counter, log.log, index * 1_000_000 + task)
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=submit, args=(index,)) for index in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert errors == [] and not any(w.is_alive() for w in workers)
+    ctx.default_stream.synchronize(timeout_ms=1000)
+    entries = log.contents().tolist()
+    assert len(entries) == threads * per_thread == ctx.default_stream.tail
+    for index in range(threads):
+        assert [v for v in entries if v // 1_000_000 == index] == [index * 1_000_000 + t for t in range(per_thread)]
