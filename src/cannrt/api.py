@@ -73,15 +73,21 @@ class Device:
     def empty(self, shape: Sequence[int] | int, dtype: Any = np.float32) -> DeviceArray:
         """Uninitialised (zeroed) device memory of a shape and dtype."""
         shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
-        dt = np.dtype(dtype)
-        acl_code(dt)
+        try:
+            dt = np.dtype(dtype)
+            acl_code(dt)
+        except (TypeError, ValueError) as exc:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"unsupported dtype {dtype!r}: {exc}") from None
         nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
         address = memory_ops.malloc(self.context, max(1, nbytes))
         return DeviceArray(self, address, shape_t, dt)
 
     def array(self, data: Any, dtype: Any = None, stream: Stream | None = None) -> DeviceArray:
         """Copy a numpy array (or anything np.asarray takes) to the device."""
-        host = np.asarray(data, dtype=dtype, order="C")  # keeps 0-d shapes, unlike ascontiguousarray
+        try:
+            host = np.asarray(data, dtype=dtype, order="C")  # keeps 0-d shapes, unlike ascontiguousarray
+        except (TypeError, ValueError) as exc:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"cannot make an array of {type(data).__name__}: {exc}") from None
         result = self.empty(host.shape, host.dtype)
         result.copy_from(host, stream)
         return result

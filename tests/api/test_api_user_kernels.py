@@ -85,10 +85,13 @@ def test_the_work_model_drives_the_modelled_duration(rt: Runtime) -> None:
     assert (record.bytes_read, record.bytes_written) == (8 * 1024, 4 * 1024)
 
 
-@pytest.mark.parametrize(("kind", "code", "cores"), [
-    (CoreKind.AIVEC, ErrorCode.RT_VECTOR_CORE_EXCEPTION, range(48)),
-    (CoreKind.AICORE, ErrorCode.RT_AICORE_EXCEPTION, range(24)),
-])
+@pytest.mark.parametrize(
+    ("kind", "code", "cores"),
+    [
+        (CoreKind.AIVEC, ErrorCode.RT_VECTOR_CORE_EXCEPTION, range(48)),
+        (CoreKind.AICORE, ErrorCode.RT_AICORE_EXCEPTION, range(24)),
+    ],
+)
 def test_a_kernel_that_raises_is_a_core_exception_of_its_engine(
     rt: Runtime, kind: CoreKind, code: ErrorCode, cores: range
 ) -> None:
@@ -112,11 +115,6 @@ def test_a_kernel_that_raises_is_a_core_exception_of_its_engine(
     assert set(record.cores) <= set(cores) and record.status == code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: register_kernel(replace=True) has no effect on a device that already loaded the name "
-    "(the device, runtime and stream caches keep the old binary)",
-)
 def test_a_replaced_kernel_is_used_by_later_launches(rt: Runtime) -> None:
     def fill(value: int) -> Callable[[np.ndarray], None]:
         def body(out: np.ndarray) -> None:

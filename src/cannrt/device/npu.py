@@ -75,10 +75,10 @@ class Npu:
     # -- kernels -----------------------------------------------------------------------------
     def load_kernel(self, name: str) -> int:
         """Place a registered kernel's code in device memory; returns its entry PC."""
+        kernel = get_kernel(name)
         pc = self._kernel_pcs.get(name)
-        if pc is None:
-            kernel = get_kernel(name)
-            pc = CODE_BASE + CODE_STRIDE * (len(self._kernel_pcs) + 1)
+        if pc is None or self.kernels[pc] is not kernel:  # new, or replaced: a new binary
+            pc = CODE_BASE + CODE_STRIDE * (len(self.kernels) + 1)
             self._kernel_pcs[name] = pc
             self.kernels[pc] = kernel
         return pc

@@ -36,8 +36,8 @@ def _vector_rate(spec: TensorArg) -> float:
     return 2.0 if spec.dtype in (1, 27) else 1.0
 
 
-def _check_same_shape(name: str, specs: ArgSpecs, tensors: int) -> None:
-    args = require_tensors(name, specs, tensors)
+def _check_same_shape(name: str, specs: ArgSpecs, tensors: int, scalars: int = 0) -> None:
+    args = require_tensors(name, specs, tensors, scalars)
     out = args[-1]
     for index, spec in enumerate(args[:-1]):
         try:
@@ -109,7 +109,7 @@ def _cast(x: np.ndarray, out: np.ndarray) -> None:
 
 
 def _check_softmax(specs: ArgSpecs) -> None:
-    _check_same_shape("softmax", specs, 2)
+    _check_same_shape("softmax", specs, 2, scalars=1)
     x = specs[0]
     assert isinstance(x, TensorArg)
     axis = specs[2] if len(specs) > 2 else -1

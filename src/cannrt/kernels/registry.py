@@ -76,6 +76,11 @@ def get_kernel(name: str) -> Kernel:
     return _REGISTRY[name]
 
 
+def current_kernel(name: str) -> Kernel | None:
+    """The kernel registered under name now (None if none): caches compare against it."""
+    return _REGISTRY.get(name)
+
+
 def kernel_names() -> list[str]:
     """Names of all registered kernels."""
     return sorted(_REGISTRY)
@@ -88,10 +93,12 @@ def tensor_nbytes(spec: TensorArg) -> int:
     return int(np.prod(spec.shape, dtype=np.int64)) * numpy_dtype(spec.dtype).itemsize
 
 
-def require_tensors(name: str, specs: ArgSpecs, count: int) -> list[TensorArg]:
-    """The first count arguments as tensors; KernelArgumentError otherwise."""
-    if len(specs) < count:
-        raise KernelArgumentError(f"{name} takes {count} tensors, got {len(specs)} arguments")
+def require_tensors(name: str, specs: ArgSpecs, count: int, scalars: int = 0) -> list[TensorArg]:
+    """The first count arguments as tensors, followed by at most `scalars` more arguments;
+    KernelArgumentError otherwise."""
+    if not count <= len(specs) <= count + scalars:
+        most = f" and up to {scalars} scalars" if scalars else ""
+        raise KernelArgumentError(f"{name} takes {count} tensors{most}, got {len(specs)} arguments")
     tensors = list(specs[:count])
     for index, spec in enumerate(tensors):
         if not isinstance(spec, TensorArg):

@@ -16,7 +16,9 @@ from cannrt.device.descriptors import DescriptorError, ParamValue, TensorArg, pa
 from cannrt.driver.hal import Driver, DriverError
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
-from cannrt.kernels.registry import Kernel
+from cannrt.kernels.registry import Kernel, current_kernel
+
+_current_kernel = current_kernel
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
 from cannrt.runtime.host_memory import HostAllocations
@@ -175,7 +177,7 @@ class Runtime:
         """The kernel and its entry PC on device_id (loaded on first use)."""
         state = self.device_state(device_id)
         entry = state.kernels.get(name)
-        if entry is None:
+        if entry is None or entry[0] is not current_kernel(name):
             try:
                 kernel = get_kernel(name)
                 pc = self.driver.kernel_load(device_id, name)
@@ -191,7 +193,7 @@ class Runtime:
         if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
         entry = stream.kernel_cache.get(name)
-        if entry is None:
+        if entry is None or entry[0] is not _current_kernel(name):
             found, found_pc = self.kernel(stream.device_id, name)
             entry = stream.kernel_cache[name] = (found, found_pc, found.core_kind)
         kernel, pc, core_kind = entry
