@@ -10,8 +10,9 @@ from cannrt.dtypes import BFLOAT16
 from cannrt.runtime.core import Runtime
 
 
-def _run(kernel: str, *arrays: np.ndarray, out: np.ndarray, scalars: tuple[float | int, ...] = (),
-         block_dim: int = 4) -> np.ndarray:
+def _run(
+    kernel: str, *arrays: np.ndarray, out: np.ndarray, scalars: tuple[float | int, ...] = (), block_dim: int = 4
+) -> np.ndarray:
     """Launch kernel on device 0 with arrays as inputs and a device buffer shaped like out."""
     device = Device(0)
     stream = device.stream()
@@ -80,8 +81,15 @@ def test_softmax_is_stable_for_large_inputs(rt: Runtime) -> None:
 
 @pytest.mark.parametrize(
     ("src", "dst"),
-    [(np.float32, np.float16), (np.float32, BFLOAT16), (np.float16, np.float32), (np.float32, np.int32),
-     (np.int32, np.float64), (BFLOAT16, np.float32), (np.float32, np.bool_)],
+    [
+        (np.float32, np.float16),
+        (np.float32, BFLOAT16),
+        (np.float16, np.float32),
+        (np.float32, np.int32),
+        (np.int32, np.float64),
+        (BFLOAT16, np.float32),
+        (np.float32, np.bool_),
+    ],
 )
 def test_cast_matches_numpy_astype(rt: Runtime, src: object, dst: object) -> None:
     x = (_rand((50,), seed=7) * 100).astype(src)

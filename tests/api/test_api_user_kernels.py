@@ -23,7 +23,7 @@ def _saxpy(x: np.ndarray, y: np.ndarray, out: np.ndarray, a: float) -> None:
 
 
 def _check_saxpy(specs: ArgSpecs) -> None:
-    x, y, out = require_tensors("test_saxpy", specs, 3)
+    x, y, out = require_tensors("test_saxpy", specs, 3, scalars=1)
     if not (x.shape == y.shape == out.shape):
         raise KernelArgumentError(f"test_saxpy: shapes {x.shape}, {y.shape}, {out.shape} differ")
     if len(specs) != 4 or not isinstance(specs[3], float):
