@@ -105,9 +105,7 @@ class Npu:
         """A synchronous D2H copy into a new numpy array."""
         context = self.ctx(device)
         host = np.empty(shape, dtype=dtype)
-        memory_ops.memcpy(
-            context, host.ctypes.data, host.nbytes, va, host.nbytes, memory_ops.MemcpyKind.DEVICE_TO_HOST
-        )
+        memory_ops.memcpy(context, host.ctypes.data, host.nbytes, va, host.nbytes, memory_ops.MemcpyKind.DEVICE_TO_HOST)
         return host
 
     @staticmethod

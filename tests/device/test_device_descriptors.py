@@ -145,8 +145,10 @@ def test_kernel_sqe_body_carries_pc_and_param_addresses_after_the_header() -> No
 
 @pytest.mark.parametrize("sqe_type", UNSUPPORTED, ids=lambda t: t.name)
 @settings(max_examples=50, deadline=None)
-@given(header=st.tuples(st.integers(0, 3), st.integers(0, 255), *[st.integers(0, 0xFFFF)] * 3), tail=st.binary(
-    min_size=56, max_size=56))
+@given(
+    header=st.tuples(st.integers(0, 3), st.integers(0, 255), *[st.integers(0, 0xFFFF)] * 3),
+    tail=st.binary(min_size=56, max_size=56),
+)
 def test_unsupported_types_are_refused_but_their_header_is_readable(
     sqe_type: SqeType, header: tuple[int, ...], tail: bytes
 ) -> None:

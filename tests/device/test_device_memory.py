@@ -164,9 +164,7 @@ def test_another_contexts_memory_on_the_same_device_is_a_fault_naming_its_owner(
     with pytest.raises(DeviceFault) as info:
         fabric.resolve(their_va, 0, 0, "read", 4)
     assert (info.value.asid, info.value.owner_asid) == (0, 1)
-    assert str(info.value) == (
-        f"invalid read of 4 bytes at 0x{their_va:x}: address belongs to address space 1, not 0"
-    )
+    assert str(info.value) == (f"invalid read of 4 bytes at 0x{their_va:x}: address belongs to address space 1, not 0")
 
 
 def test_a_peer_devices_memory_is_reached_through_its_own_address_space() -> None:

@@ -59,7 +59,17 @@ class Session:
         params = pack_params(args)
         param_va = self.params + (self.tasks % 2048) * SPIN_PC_ARGS
         sqe = KERNEL_SQE.pack(
-            SqeType.KERNEL, flags, block_dim, STREAM_ID, self.tasks, 0, 0, 1, CoreKind.AICORE, len(params), pc,
+            SqeType.KERNEL,
+            flags,
+            block_dim,
+            STREAM_ID,
+            self.tasks,
+            0,
+            0,
+            1,
+            CoreKind.AICORE,
+            len(params),
+            pc,
             param_va,
         )
         return self.send(sqe, param_va, params)

@@ -78,8 +78,13 @@ def test_create_context_makes_it_current_with_its_own_default_stream_and_memory(
 def test_a_destroyed_context_cannot_be_used(npu: Npu) -> None:
     ctx = npu.rt.create_context(0)
     npu.rt.destroy_context(ctx)
-    for call in (npu.rt.current_context, lambda: npu.rt.set_context(ctx), lambda: memory_ops.malloc(ctx, 64),
-                 ctx.create_stream, lambda: npu.rt.destroy_context(ctx)):
+    for call in (
+        npu.rt.current_context,
+        lambda: npu.rt.set_context(ctx),
+        lambda: memory_ops.malloc(ctx, 64),
+        ctx.create_stream,
+        lambda: npu.rt.destroy_context(ctx),
+    ):
         with pytest.raises(CannError) as info:
             call()
         assert info.value.code == 107002
@@ -142,4 +147,3 @@ def test_async_copies_and_memsets_on_a_stream_of_another_device_are_107003(npu: 
             call()
         assert info.value.code == 107003 == ErrorCode.RT_STREAM_CONTEXT
     assert foreign.tail == 0
-

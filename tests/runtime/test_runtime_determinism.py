@@ -67,8 +67,9 @@ def _pipeline(rt: Runtime, pause: Callable[[], None]) -> dict[str, Any]:
     rt.synchronize_device(0, timeout_ms=1000)
     records = [rt.driver.trace_stop(dev) for dev in (0, 1)]
     return {
-        "records": [[(r.stream_id, r.task_id, r.name, r.start_ns, r.end_ns, r.cores, r.status) for r in rs]
-                    for rs in records],
+        "records": [
+            [(r.stream_id, r.task_id, r.name, r.start_ns, r.end_ns, r.cores, r.status) for r in rs] for rs in records
+        ],
         "event timestamps": [e.timestamp_ns() for e in events],
         "elapsed": [events[0].elapsed_ms(e) for e in events],
         "host clock": rt.host_time_ns,

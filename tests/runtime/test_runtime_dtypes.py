@@ -30,8 +30,19 @@ def _sample(code: int) -> np.ndarray:
 
 def test_the_dtype_table_is_the_acl_one() -> None:
     assert {code: str(dt) for code, dt in ACL_TO_NUMPY.items()} == {
-        0: "float32", 1: "float16", 2: "int8", 3: "int32", 4: "uint8", 6: "int16", 7: "uint16", 8: "uint32",
-        9: "int64", 10: "uint64", 11: "float64", 12: "bool", 27: "bfloat16",
+        0: "float32",
+        1: "float16",
+        2: "int8",
+        3: "int32",
+        4: "uint8",
+        6: "int16",
+        7: "uint16",
+        8: "uint32",
+        9: "int64",
+        10: "uint64",
+        11: "float64",
+        12: "bool",
+        27: "bfloat16",
     }
     assert ACL_TO_NUMPY[27] == BFLOAT16
     for code in CODES:

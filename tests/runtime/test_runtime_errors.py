@@ -94,8 +94,19 @@ def _later_calls(faulty: Faulty) -> dict[str, Callable[[], Any]]:
     }
 
 
-CALLS = ["launch", "synchronize stream", "query stream", "synchronize device", "memcpy", "memcpy_async", "memset",
-         "record event", "malloc", "create stream", "create event"]
+CALLS = [
+    "launch",
+    "synchronize stream",
+    "query stream",
+    "synchronize device",
+    "memcpy",
+    "memcpy_async",
+    "memset",
+    "record event",
+    "malloc",
+    "create stream",
+    "create event",
+]
 
 
 @pytest.mark.parametrize("call", CALLS)
