@@ -147,3 +147,10 @@ def test_async_copies_and_memsets_on_a_stream_of_another_device_are_107003(npu: 
             call()
         assert info.value.code == 107003 == ErrorCode.RT_STREAM_CONTEXT
     assert foreign.tail == 0
+
+
+def test_a_finalized_runtime_refuses_set_device_with_100001(npu: Npu) -> None:
+    npu.rt.close()
+    with pytest.raises(CannError) as info:
+        npu.rt.set_device(0)
+    assert info.value.code == 100001 == ErrorCode.UNINITIALIZE

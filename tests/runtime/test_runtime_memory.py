@@ -307,3 +307,20 @@ def test_bad_memsets_raise_107000(npu: Npu, mode: str) -> None:
         assert info.value.code == ErrorCode.RT_PARAM_INVALID
     assert stream is None or stream.tail == 0
     assert npu.read(va, 64) == bytes(64)
+
+
+def test_a_launch_that_finds_no_memory_for_its_arguments_is_207001_and_enqueues_nothing(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    rt = make_runtime(chip=ChipSpec(hbm_bytes=8 * MIB))
+    ctx = rt.set_device(0)
+    everything = memory_ops.malloc(ctx, 8 * MIB - 64, MallocPolicy.NORMAL_ONLY)
+    assert memory_ops.mem_info(ctx, MemAttr.HBM_MEM) == (0, 8 * MIB)
+    stream = ctx.create_stream()
+    with pytest.raises(CannError) as info:
+        rt.launch(stream, "spin", 1, [10])  # the stream's argument area does not fit
+    assert info.value.code == ErrorCode.RT_MEMORY_ALLOCATION
+    assert stream.tail == 0
+    memory_ops.free(ctx, everything)
+    rt.launch(stream, "spin", 1, [10])
+    stream.synchronize(timeout_ms=10)
