@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cannrt import CannError, ErrorCode
+from cannrt.config import HostCosts
 from cannrt.device.descriptors import SqeType
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime
@@ -226,3 +227,24 @@ def test_a_timed_out_synchronize_leaves_a_blocking_callback_stream_usable(
     stream.synchronize(timeout_ms=100)
     assert ran == ["cb"]
     assert rt.driver.mem_read(ctx.asid, buf, 1) == b"\x07"
+
+
+def test_query_and_a_timed_out_synchronize_do_not_wait_for_an_unprocessed_callback(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    rt = make_runtime(watchdog_s=2.0)
+    ctx = rt.set_device(0)
+    stream, other = ctx.create_stream(), ctx.create_stream()
+    rt.callbacks.subscribe(threading.get_ident(), stream)
+    rt.callbacks.launch(stream, lambda _: None, None, True)
+    rt.launch(other, "spin", 1, [1_000_000])
+    other.synchronize(timeout_ms=100)  # the host clock is now well past the callback's report
+    assert stream.query() is False
+    start = rt.host_time_ns
+    with pytest.raises(CannError) as info:
+        stream.synchronize(timeout_ms=1)
+    assert info.value.code == 507046
+    assert rt.host_time_ns == start + HostCosts().sync_ns + 1_000_000  # judged on the modelled clock
+    rt.callbacks.process(1000)
+    stream.synchronize(timeout_ms=100)
+    assert stream.query() is True
