@@ -131,11 +131,6 @@ def test_the_runtime_does_import_the_hardware_formats() -> None:
     assert any("cannrt.device.descriptors" in _imports(path) for path in _files("runtime"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: runtime/context.py imports cannrt.device.task.ExceptionRecord (under TYPE_CHECKING): device "
-    "objects cross the driver boundary via Driver.exceptions() instead of bytes/ints",
-)
 def test_the_runtime_imports_nothing_from_the_device_but_the_hardware_formats_even_for_types() -> None:
     offending = {
         f"{path.name}: {name}"

@@ -87,7 +87,8 @@ class Device:
         try:
             host = np.asarray(data, dtype=dtype, order="C")  # keeps 0-d shapes, unlike ascontiguousarray
         except (TypeError, ValueError) as exc:
-            raise CannError(ErrorCode.RT_PARAM_INVALID, f"cannot make an array of {type(data).__name__}: {exc}") from None
+            message = f"cannot make an array of {type(data).__name__}: {exc}"
+            raise CannError(ErrorCode.RT_PARAM_INVALID, message) from None
         result = self.empty(host.shape, host.dtype)
         result.copy_from(host, stream)
         return result

@@ -8,8 +8,13 @@ wrCqe:1, reserved:1; u16 blockDim; u16 streamId; u16 taskId.
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from cannrt.kernels.cost import PipeTimes
+    from cannrt.kernels.registry import Work
 
 SQE_BYTES = 64
 
@@ -266,3 +271,54 @@ def decode_header(data: bytes | memoryview, offset: int = 0) -> RawSqe:
     """Only the common 8-byte header of an SQE."""
     byte0, flags, block_dim, stream_id, task_id = SQE_HEADER.unpack_from(data, offset)
     return RawSqe(byte0 & 0x3F, flags, block_dim, stream_id, task_id)
+
+
+@dataclass(eq=False)
+class ExceptionRecord:
+    """The first scene of a device fault: what a CANN AI Core error report prints."""
+
+    serial: int
+    device_id: int
+    stream_id: int
+    task_id: int
+    sq_id: int
+    core_id: int
+    error_code: int  # ACL runtime error code
+    error_type: int  # aclrtErrorType
+    error_bits: tuple[str, ...]  # e.g. MTE_READ_OVERFLOW
+    pc_start: int
+    pc_current: int
+    para_base: int
+    message: str
+    kernel_name: str
+    registers: dict[str, int] = field(default_factory=dict)
+    sqe_words: tuple[int, ...] = ()
+    timestamp_ns: int = 0
+
+
+class TaskRecord(NamedTuple):
+    """What every task leaves behind on the modelled timeline (profiling reads these)."""
+
+    device_id: int
+    stream_id: int
+    task_id: int
+    sq_id: int
+    sqe_type: int
+    name: str
+    block_dim: int
+    start_ns: int
+    end_ns: int
+    cores: tuple[int, ...]
+    pipes: PipeTimes | None
+    l2_hit: float
+    bytes_read: int
+    bytes_written: int
+    status: int
+    arrival_ns: int = 0  # doorbell time (host clock) of the SQE
+    args: tuple[object, ...] = ()  # kernel arguments (TensorArg, scalars)
+    outputs: tuple[int, ...] = ()  # argument indices the kernel writes
+    work: Work | None = None
+    core_kind: int = -1  # CoreKind of a kernel, -1 otherwise
+    blocks: tuple[tuple[int, int, int], ...] = ()  # (physical core or SDMA engine, start, end) per block
+    copy_kind: int = -1  # memcpy kind of an SDMA copy, -1 otherwise
+    discarded: bool = False

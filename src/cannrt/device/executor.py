@@ -15,6 +15,7 @@ import numpy as np
 from cannrt.device.descriptors import (
     CallbackSqe,
     CoreKind,
+    ExceptionRecord,
     KernelSqe,
     SdmaOp,
     SdmaSqe,
@@ -23,7 +24,7 @@ from cannrt.device.descriptors import (
 )
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import AddressSpace, DeviceFault
-from cannrt.device.task import ExceptionRecord, Task
+from cannrt.device.task import Task
 from cannrt.dtypes import numpy_dtype
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ from cannrt.device.descriptors import (
     SQE_BYTES,
     CallbackSqe,
     DescriptorError,
+    ExceptionRecord,
     KernelSqe,
     SqeType,
     decode_header,
@@ -27,7 +28,7 @@ from cannrt.device.executor import KERNEL_LOOKUP, Executor
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import DeviceFault, Hbm
 from cannrt.device.queues import CompletionQueue, SubmissionQueue
-from cannrt.device.task import ExceptionRecord, Task
+from cannrt.device.task import Task
 from cannrt.device.timeline import NEVER, Timeline
 from cannrt.kernels.registry import Kernel, get_kernel
 

@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from cannrt.device.descriptors import ExceptionRecord
 
 if TYPE_CHECKING:
     from cannrt.device.descriptors import ParamValue, Sqe
     from cannrt.device.queues import SubmissionQueue
     from cannrt.kernels.registry import Kernel
-
-
-@dataclass(eq=False)
-class ExceptionRecord:
-    """The first scene of a device fault: what a CANN AI Core error report prints."""
-
-    serial: int
-    device_id: int
-    stream_id: int
-    task_id: int
-    sq_id: int
-    core_id: int
-    error_code: int  # ACL runtime error code
-    error_type: int  # aclrtErrorType
-    error_bits: tuple[str, ...]  # e.g. MTE_READ_OVERFLOW
-    pc_start: int
-    pc_current: int
-    para_base: int
-    message: str
-    kernel_name: str
-    registers: dict[str, int] = field(default_factory=dict)
-    sqe_words: tuple[int, ...] = ()
-    timestamp_ns: int = 0
 
 
 class Task:

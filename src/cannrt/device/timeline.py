@@ -22,6 +22,7 @@ from cannrt.device.descriptors import (
     SdmaOp,
     SdmaSqe,
     SqeType,
+    TaskRecord,
     TensorArg,
 )
 from cannrt.device.l2 import L2Model
@@ -67,34 +68,6 @@ class KernelPlan(NamedTuple):
     fractions: tuple[float, ...]
     reads: list[tuple[int, int]]
     writes: list[tuple[int, int]]
-
-
-class TaskRecord(NamedTuple):
-    """What every task leaves behind on the modelled timeline (profiling reads these)."""
-
-    device_id: int
-    stream_id: int
-    task_id: int
-    sq_id: int
-    sqe_type: int
-    name: str
-    block_dim: int
-    start_ns: int
-    end_ns: int
-    cores: tuple[int, ...]
-    pipes: PipeTimes | None
-    l2_hit: float
-    bytes_read: int
-    bytes_written: int
-    status: int
-    arrival_ns: int = 0  # doorbell time (host clock) of the SQE
-    args: tuple[object, ...] = ()  # kernel arguments (TensorArg, scalars)
-    outputs: tuple[int, ...] = ()  # argument indices the kernel writes
-    work: Work | None = None
-    core_kind: int = -1  # CoreKind of a kernel, -1 otherwise
-    blocks: tuple[tuple[int, int, int], ...] = ()  # (physical core or SDMA engine, start, end) per block
-    copy_kind: int = -1  # memcpy kind of an SDMA copy, -1 otherwise
-    discarded: bool = False
 
 
 class Timeline:

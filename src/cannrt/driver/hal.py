@@ -15,7 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from cannrt.config import Settings
 from cannrt.device.clock import HostClock
-from cannrt.device.descriptors import EventMode
+from cannrt.device.descriptors import EventMode, ExceptionRecord, TaskRecord
 from cannrt.device.executor import copy_parts, host_array
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import (
@@ -27,8 +27,6 @@ from cannrt.device.memory import (
     OutOfDeviceMemory,
 )
 from cannrt.device.npu import DeviceHang, Npu
-from cannrt.device.task import ExceptionRecord
-from cannrt.device.timeline import TaskRecord
 from cannrt.driver.vaspace import AddressRangeError, VaAllocator
 
 MEMCPY_HOST_TO_HOST = 0

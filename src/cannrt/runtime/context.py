@@ -17,7 +17,7 @@ from cannrt.runtime.tracing import api_call
 from cannrt.tools.exception_report import format_exception_record
 
 if TYPE_CHECKING:
-    from cannrt.device.task import ExceptionRecord
+    from cannrt.device.descriptors import ExceptionRecord
     from cannrt.runtime.core import Runtime
 
 DISCARDED_FLAG = 1

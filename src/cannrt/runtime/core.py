@@ -17,12 +17,12 @@ from cannrt.driver.hal import Driver, DriverError
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
 from cannrt.kernels.registry import Kernel, current_kernel
-
-_current_kernel = current_kernel
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
 from cannrt.runtime.host_memory import HostAllocations
 from cannrt.runtime.tracing import ApiRecord, api_call
+
+_current_kernel = current_kernel
 
 if TYPE_CHECKING:
     from cannrt.device.descriptors import Cqe
