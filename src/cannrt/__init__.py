@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cannrt.api import Device, DeviceArray, Event, Stream, current_stream, device_count
 from cannrt.config import ChipSpec, Settings, chip_preset, load_settings
+from cannrt.dumping import dump
 from cannrt.errors import CannError, CannTimeout, ErrorCode, OutOfMemoryError
 from cannrt.kernels import Kernel, KernelArgumentError, Work, kernel_names, register_kernel
 from cannrt.memory.lifetimes import Topology
@@ -30,6 +31,7 @@ __all__ = [
     "chip_preset",
     "current_stream",
     "device_count",
+    "dump",
     "get_runtime",
     "kernel_names",
     "load_settings",

@@ -108,9 +108,9 @@ class Device:
         self.runtime.reset_device(self.index)
 
 
-def _RUNTIME_LAUNCH(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any]) -> int:
+def _RUNTIME_LAUNCH(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any], name: str | None) -> int:
     """Launch through the runtime that owns the stream."""
-    return stream.context.runtime.launch(stream, kernel, block_dim, specs)
+    return stream.context.runtime.launch(stream, kernel, block_dim, specs, name)
 
 
 class Stream:
@@ -149,10 +149,11 @@ class Stream:
         """Effective priority after clamping."""
         return self._rt.priority
 
-    def launch(self, kernel: str, *args: Any, block_dim: int = 1) -> None:
-        """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel)."""
+    def launch(self, kernel: str, *args: Any, block_dim: int = 1, name: str | None = None) -> None:
+        """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
+        names this op in dumps (default: the kernel name)."""
         if not args:
-            self._rt.context.runtime.launch(self._rt, kernel, block_dim, ())
+            self._rt.context.runtime.launch(self._rt, kernel, block_dim, (), name)
             return
         specs: list[TensorArg | int | float] = []
         for index, arg in enumerate(args):
@@ -165,7 +166,7 @@ class Stream:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        _RUNTIME_LAUNCH(self._rt, kernel, block_dim, specs)
+        _RUNTIME_LAUNCH(self._rt, kernel, block_dim, specs, name)
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""

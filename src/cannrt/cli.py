@@ -29,6 +29,18 @@ def demo(
     raise typer.Exit(run_demo(batches=batches, size=size, chip=chip))
 
 
+@app.command()
+def compare(
+    npu_dir: str = typer.Argument(..., help="dump folder of the run under test"),
+    bench_dir: str = typer.Argument(None, help="dump folder of the benchmark run (default: a float64 re-run)"),
+    out: str = typer.Option(None, help="write msprobe's compare CSV here"),
+) -> None:
+    """Compare two dumps tensor by tensor and name the first divergent op."""
+    from cannrt.compare_cli import run_compare
+
+    raise typer.Exit(run_compare(npu_dir, bench_dir, out))
+
+
 _register_optional_commands()
 
 

@@ -57,6 +57,7 @@ class SdmaOp(IntEnum):
 
 
 WR_CQE = 0x40  # byte1 bit 6
+DUMP = 0x80  # byte1 bit 7 (reserved in the CANN header): dump this kernel's tensors
 
 KERNEL_SQE = struct.Struct("<BBHHH BBBB I Q Q 32x")  # qos, credit, prefetch, core kind, param size, pc, param
 EVENT_SQE = struct.Struct("<BBHHH I B 3x Q 40x")  # event id, mode, value
@@ -322,3 +323,31 @@ class TaskRecord(NamedTuple):
     blocks: tuple[tuple[int, int, int], ...] = ()  # (physical core or SDMA engine, start, end) per block
     copy_kind: int = -1  # memcpy kind of an SDMA copy, -1 otherwise
     discarded: bool = False
+
+
+@dataclass(eq=False)
+class DumpTensor:
+    """One tensor of a dumped kernel: role 'input' or 'output', ACL dtype, shape, address, bytes."""
+
+    index: int
+    role: str
+    dtype: int
+    shape: tuple[int, ...]
+    address: int
+    data: bytes | None  # None when the tensor could not be read (a faulting address)
+
+
+@dataclass(eq=False)
+class DumpRecord:
+    """A kernel's tensors as the device dumped them (data dump, or exception dump on a fault)."""
+
+    device_id: int
+    stream_id: int
+    task_id: int
+    sq_id: int
+    kernel_name: str
+    tensors: list[DumpTensor] = field(default_factory=list)
+    scalars: tuple[tuple[int, int | float], ...] = ()  # (argument index, value) of non-tensor arguments
+    end_ns: int = 0
+    status: int = 0
+    exception: bool = False

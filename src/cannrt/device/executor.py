@@ -13,8 +13,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cannrt.device.descriptors import (
+    DUMP,
     CallbackSqe,
     CoreKind,
+    DumpRecord,
+    DumpTensor,
     ExceptionRecord,
     KernelSqe,
     SdmaOp,
@@ -38,6 +41,8 @@ KERNEL_LOOKUP = 507027
 TASK_TYPE_NOT_SUPPORT = 507009
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
 _SLOT_TYPES = (int(SqeType.EVENT_RECORD), int(SqeType.EVENT_WAIT), int(SqeType.WRITE_VALUE))
+DUMP_INPUTS = 1
+DUMP_OUTPUTS = 2
 QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped submitting
 IDLE_S = 0.2
 ERROR_TYPE_MEMORY = 1
@@ -187,13 +192,67 @@ class Executor:
         except DeviceFault as fault:
             bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
             self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, bits, str(fault), index)
+            self._exception_dump(task, space)
             return
+        dumping = sqe.flags & DUMP and self.npu.dump_mode
+        if dumping:
+            task.dump = self._new_dump(task, kernel.name)
+            if self.npu.dump_mode & DUMP_INPUTS:
+                self._capture(task.dump, task.args, values, kernel.outputs, "input")
         try:
-            kernel.compute(*values)
+            if values:
+                with np.errstate(all="ignore"):  # like the NPU: overflow gives inf, no warning
+                    kernel.compute(*values)
+            else:
+                kernel.compute()
             for gathered, parts in scatter:
                 copy_parts([gathered.reshape(-1).view(np.uint8)], parts)
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
             self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
+            self._exception_dump(task, space)
+            return
+        if dumping and task.dump is not None and self.npu.dump_mode & DUMP_OUTPUTS:
+            self._capture(task.dump, task.args, values, kernel.outputs, "output")
+
+    def _new_dump(self, task: Task, kernel_name: str, exception: bool = False) -> DumpRecord:
+        sqe = task.sqe
+        scalars = tuple((i, a) for i, a in enumerate(task.args) if not isinstance(a, TensorArg))
+        return DumpRecord(
+            self.npu.device_id,
+            sqe.stream_id,
+            sqe.task_id,
+            task.sq.sq_id,
+            kernel_name,
+            scalars=scalars,
+            exception=exception,
+        )
+
+    @staticmethod
+    def _capture(
+        record: DumpRecord, args: tuple[object, ...], values: list[object], outputs: tuple[int, ...], role: str
+    ) -> None:
+        """Copy the inputs (before the kernel) or the outputs (after it) into the dump record."""
+        for index, (arg, value) in enumerate(zip(args, values, strict=True)):
+            if isinstance(arg, TensorArg) and (index in outputs) == (role == "output"):
+                data = value.tobytes() if isinstance(value, np.ndarray) else None
+                record.tensors.append(DumpTensor(index, role, arg.dtype, arg.shape, arg.address, data))
+
+    def _exception_dump(self, task: Task, space: AddressSpace) -> None:
+        """On an AI Core error keep what can be read of every tensor argument (exception dump)."""
+        if not self.npu.exception_dump or task.kernel is None:
+            return
+        record = self._new_dump(task, task.kernel.name, exception=True)
+        for index, arg in enumerate(task.args):
+            if not isinstance(arg, TensorArg):
+                continue
+            role = "output" if index in task.kernel.outputs else "input"
+            nbytes = int(np.prod(arg.shape, dtype=np.int64)) * numpy_dtype(arg.dtype).itemsize
+            try:
+                data: bytes | None = b"".join(p.tobytes() for p in space.segments(arg.address, nbytes, "read"))
+            except DeviceFault:
+                data = None
+            record.tensors.append(DumpTensor(index, role, arg.dtype, arg.shape, arg.address, data))
+        task.dump = record
 
     @staticmethod
     def _core_error(sqe: KernelSqe) -> int:

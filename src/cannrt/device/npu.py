@@ -17,6 +17,7 @@ from cannrt.device.descriptors import (
     SQE_BYTES,
     CallbackSqe,
     DescriptorError,
+    DumpRecord,
     ExceptionRecord,
     KernelSqe,
     SqeType,
@@ -64,6 +65,9 @@ class Npu:
         self.kernels: dict[int, Kernel] = {}
         self._kernel_pcs: dict[str, int] = {}
         self.exceptions: list[ExceptionRecord] = []
+        self.dump_mode = 0  # DUMP_INPUTS | DUMP_OUTPUTS for kernels whose SQE carries the DUMP bit
+        self.exception_dump = False  # keep a failing kernel's tensors
+        self.dump_records: list[DumpRecord] = []  # completed on the timeline, not yet read
         self.callback_sink: CallbackSink | None = None
         self._callback_tokens: dict[int, Task] = {}
         self._next_token = 1

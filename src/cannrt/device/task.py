@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cannrt.device.descriptors import ExceptionRecord
+from cannrt.device.descriptors import DumpRecord, ExceptionRecord
 
 if TYPE_CHECKING:
     from cannrt.device.descriptors import ParamValue, Sqe
@@ -22,6 +22,7 @@ class Task:
         "blocks",
         "cores",
         "discarded",
+        "dump",
         "end_ns",
         "fault",
         "kernel",
@@ -52,4 +53,5 @@ class Task:
         self.end_ns = 0
         self.cores: tuple[int, ...] = ()
         self.blocks: tuple[tuple[int, int, int], ...] = ()  # (core, start, end) when tracing
+        self.dump: DumpRecord | None = None  # tensors captured for a data or exception dump
         self.aux: Any = None  # per-type extra (pipe times for kernels)

@@ -322,6 +322,11 @@ class Timeline:
                 self.npu.post_completion(task)
         if self.records is not None:
             self.records.append(self._record(task))
+        if task.dump is not None:
+            task.dump.end_ns = task.end_ns
+            task.dump.status = task.status
+            self.npu.dump_records.append(task.dump)
+            task.dump = None
 
     def has_parked_callbacks(self) -> bool:
         """True while a callback reached its end on the timeline but its host function has not run."""

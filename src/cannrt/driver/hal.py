@@ -15,7 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from cannrt.config import Settings
 from cannrt.device.clock import HostClock
-from cannrt.device.descriptors import EventMode, ExceptionRecord, TaskRecord
+from cannrt.device.descriptors import DumpRecord, EventMode, ExceptionRecord, TaskRecord
 from cannrt.device.executor import copy_parts, host_array
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import (
@@ -297,6 +297,20 @@ class Driver:
         npu.catch_up()
         records = npu.timeline.records or []
         npu.timeline.records = [] if npu.timeline.records is not None else None
+        return records
+
+    def dump_configure(self, dev: int, inputs: bool, outputs: bool, exception: bool) -> None:
+        """Which tensors the device dumps for kernels flagged DUMP, and whether faults dump."""
+        npu = self._npu(dev)
+        npu.dump_mode = (1 if inputs else 0) | (2 if outputs else 0)
+        npu.exception_dump = exception
+
+    def dump_read(self, dev: int) -> list[DumpRecord]:
+        """Dump records of tasks completed by now on the modelled timeline (taken once)."""
+        npu = self._npu(dev)
+        npu.catch_up()
+        with npu.lock:
+            records, npu.dump_records = npu.dump_records, []
         return records
 
     # -- memory ------------------------------------------------------------------------------

@@ -79,6 +79,11 @@ def _elementwise(name: str, tensors: int, ops: float, compute: Callable[..., Non
     )
 
 
+def _compute_dtype(x: np.ndarray) -> np.dtype:
+    """fp32 for fp16/bf16/fp32 inputs (as the vector unit computes), fp64 for fp64 references."""
+    return np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
+
+
 def _add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
     np.add(x, y, out=out, casting="unsafe")
 
@@ -93,13 +98,13 @@ def _relu(x: np.ndarray, out: np.ndarray) -> None:
 
 def _gelu(x: np.ndarray, out: np.ndarray) -> None:
     """CANN Gelu (tanh form): y = x / (1 + exp(-1.59576912 * (x + 0.044715 x^3)))."""
-    v = x.astype(np.float32)
+    v = x.astype(_compute_dtype(x))
     inner = -1.59576912 * (v + 0.044715 * v * v * v)
     out[...] = (v / (1.0 + np.exp(inner))).astype(out.dtype)
 
 
 def _softmax(x: np.ndarray, out: np.ndarray, axis: int = -1) -> None:
-    v = x.astype(np.float32)
+    v = x.astype(_compute_dtype(x))
     shifted = np.exp(v - v.max(axis=axis, keepdims=True))
     out[...] = (shifted / shifted.sum(axis=axis, keepdims=True)).astype(out.dtype)
 
@@ -158,7 +163,7 @@ def _matmul_work(specs: ArgSpecs) -> Work:
 
 def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """fp32 and int8 straight through; fp16/bf16 accumulate in fp32, then cast to out."""
-    if a.dtype == np.float32 and out.dtype == np.float32:
+    if a.dtype == out.dtype and a.dtype in (np.float32, np.float64):
         np.matmul(a, b, out=out)
     elif a.dtype == np.int8:
         out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)

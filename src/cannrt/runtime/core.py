@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cannrt.config import Settings, load_settings
-from cannrt.device.descriptors import DescriptorError, ParamValue, TensorArg, pack_params
+from cannrt.device.descriptors import DUMP, DescriptorError, ParamValue, TensorArg, pack_params
 from cannrt.driver.hal import Driver, DriverError
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
@@ -42,6 +42,23 @@ class ExceptionInfo(NamedTuple):
 
 
 @dataclass
+class DumpConfig:
+    """What to dump (the acl.json "dump" section): ops by name (None: all), inputs/outputs."""
+
+    path: str
+    ops: frozenset[str] | None = None
+    inputs: bool = True
+    outputs: bool = True
+    stats_only: bool = False  # dump_data "stats": statistics instead of tensors
+    exception: bool = True  # dump a failing kernel's tensors too
+    op_names: dict[tuple[int, int, int], str] = field(default_factory=dict)  # (device, stream, task) -> name
+
+    def wants(self, op_name: str) -> bool:
+        """True if the op is on the dump list."""
+        return self.ops is None or op_name in self.ops
+
+
+@dataclass
 class DeviceState:
     """A device the process has set: its default context and every context on it."""
 
@@ -64,6 +81,7 @@ class Runtime:
         self._lock = threading.RLock()
         self.exception_callback: Callable[[ExceptionInfo], object] | None = None
         self.api_records: list[ApiRecord] | None = None  # host API calls while a profiler collects
+        self.dump_config: DumpConfig | None = None  # set while tensors are being dumped
         self.closed = False
 
     # -- host clock --------------------------------------------------------------------------
@@ -188,8 +206,12 @@ class Runtime:
             entry = state.kernels[name] = (kernel, pc)
         return entry
 
-    def launch(self, stream: Stream, name: str, block_dim: int, args: Sequence[ParamValue]) -> int:
-        """Validate and enqueue a kernel (aclrtLaunchKernel); nothing is enqueued on bad input."""
+    def launch(
+        self, stream: Stream, name: str, block_dim: int, args: Sequence[ParamValue], op_name: str | None = None
+    ) -> int:
+        """Validate and enqueue a kernel (aclrtLaunchKernel); nothing is enqueued on bad input.
+
+        op_name names this launch in dumps (the graph's node name); the kernel name is its op type."""
         if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
         entry = stream.kernel_cache.get(name)
@@ -202,7 +224,22 @@ class Runtime:
             params = pack_params(tuple(args)) if args else b""
         except (KernelArgumentError, DescriptorError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
-        return stream.submit_kernel(pc, core_kind, block_dim, params)
+        if self.dump_config is None:
+            return stream.submit_kernel(pc, core_kind, block_dim, params)
+        return self._launch_dumped(stream, name, op_name, pc, core_kind, block_dim, params)
+
+    def _launch_dumped(
+        self, stream: Stream, kernel: str, op_name: str | None, pc: int, core_kind: int, block_dim: int, params: bytes
+    ) -> int:
+        """A launch while dumping: flag the SQE if the op is on the dump list, remember its name."""
+        config = self.dump_config
+        assert config is not None
+        name = op_name or kernel
+        flags = DUMP if config.wants(name) else 0
+        position = stream.submit_kernel(pc, core_kind, block_dim, params, flags)
+        if flags:
+            config.op_names[(stream.device_id, stream.stream_id, position & 0xFFFF)] = name
+        return position
 
     # -- errors ------------------------------------------------------------------------------
     def report_exception(self, context: Context, cqe: Cqe) -> None:

@@ -95,7 +95,7 @@ class Stream:
         """Ask the device for a completion report of every task (profiling) or only of failures."""
         self.sqe_flags = WR_CQE if enabled else 0
 
-    def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes) -> int:
+    def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes, flags: int = 0) -> int:
         """Send a kernel SQE (and its parameter block); returns the task position."""
         if self.destroyed or self.context.sticky_code:
             self.check_usable()
@@ -104,7 +104,7 @@ class Stream:
             position = self.tail
             param_va = param_area + (position % self.depth) * MAX_PARAM_BYTES if params else 0
             sqe = _pack_kernel(
-                _KERNEL, self.sqe_flags, block_dim, self.stream_id, position & 0xFFFF,
+                _KERNEL, self.sqe_flags | flags, block_dim, self.stream_id, position & 0xFFFF,
                 0, 0, 1 if params else 0, core_kind, len(params), pc, param_va,
             )  # fmt: skip
             self._clock.now_ns += self._launch_ns
