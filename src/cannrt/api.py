@@ -8,9 +8,11 @@ from typing import Any
 
 import numpy as np
 
+from cannrt import memory_pool
 from cannrt.device.descriptors import TensorArg
 from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
+from cannrt.memory.caching import Block
 from cannrt.memory.lifetimes import Topology
 from cannrt.memory.static_pool import PoolReport, StaticPool
 from cannrt.runtime import memory_ops
@@ -71,7 +73,7 @@ class Device:
         return memory_ops.mem_info(self.context, memory_ops.MemAttr.HBM_MEM)
 
     def empty(self, shape: Sequence[int] | int, dtype: Any = np.float32) -> DeviceArray:
-        """Uninitialised (zeroed) device memory of a shape and dtype."""
+        """Uninitialised device memory from the caching pool, for the current stream."""
         shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
         try:
             dt = np.dtype(dtype)
@@ -79,8 +81,18 @@ class Device:
         except (TypeError, ValueError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"unsupported dtype {dtype!r}: {exc}") from None
         nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
-        address = memory_ops.malloc(self.context, max(1, nbytes))
-        return DeviceArray(self, address, shape_t, dt)
+        block = memory_pool.allocate(self.context, max(1, nbytes), current_stream(self)._rt)
+        array = DeviceArray(self, block.address, shape_t, dt)
+        array.block = block
+        return array
+
+    def memory_stats(self) -> dict[str, int]:
+        """The caching pool's statistics (PyTorch's memory_stats keys)."""
+        return memory_pool.pool_of(self.context).memory_stats()
+
+    def empty_cache(self) -> None:
+        """Give every wholly free pool segment back to the device."""
+        memory_pool.pool_of(self.context).empty_cache()
 
     def array(self, data: Any, dtype: Any = None, stream: Stream | None = None) -> DeviceArray:
         """Copy a numpy array (or anything np.asarray takes) to the device."""
@@ -270,6 +282,7 @@ class DeviceArray:
     ) -> None:
         self.device = device
         self.owned = owned  # False for views into a pool: free() is the pool's business
+        self.block: Block | None = None  # set when the memory comes from the caching pool
         self.address = address
         self.shape = shape
         self.dtype = dtype
@@ -344,7 +357,16 @@ class DeviceArray:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
         if not self.freed:
             self.freed = True
-            memory_ops.free(self.device.context, self.address)
+            if self.block is not None:
+                memory_pool.pool_of(self.device.context).free(self.block)
+            else:
+                memory_ops.free(self.device.context, self.address)
+
+    def record_stream(self, stream: Stream) -> None:
+        """The array is used on stream too: its memory is reused only after that work (PyTorch's
+        Tensor.record_stream)."""
+        if self.block is not None:
+            memory_pool.pool_of(self.device.context).record_stream(self.block, stream._rt)
 
 
 def _keepalive(stream: Stream, data: np.ndarray) -> None:

@@ -113,6 +113,40 @@ class Mapping:
     chunk: PhysicalChunk
     chunk_offset: int
     valid: int  # bytes the allocation asked for (<= size)
+    # blocks a caching pool handed out inside this mapping: start -> largest size ever handed out
+    # there, (starts, sizes) in address order, replaced whole on change; None for a plain
+    # allocation. Sizes never shrink, so work still queued on a stream after a free (and a reuse)
+    # is never refused; an access must fit inside one of the blocks.
+    blocks: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+
+    def covered(self, address: int, end: int) -> bool:
+        """True if [address, end) lies inside one block handed out by the pool."""
+        assert self.blocks is not None
+        starts, sizes = self.blocks
+        index = bisect.bisect_right(starts, address)
+        return any(starts[j] + sizes[j] >= end for j in range(index - 1, -1, -1))
+
+    def block_containing(self, address: int) -> tuple[int, int] | None:
+        """(start, size) of the largest block holding address, if any."""
+        assert self.blocks is not None
+        starts, sizes = self.blocks
+        index = bisect.bisect_right(starts, address)
+        holding = [(starts[j], sizes[j]) for j in range(index) if address < starts[j] + sizes[j]]
+        return max(holding, key=lambda b: b[0] + b[1]) if holding else None
+
+    def nearest_block(self, address: int) -> Mapping | None:
+        """The block closest to address, as a mapping (for fault reports)."""
+        assert self.blocks is not None
+        starts, sizes = self.blocks
+        if not starts:
+            return None
+        holding = self.block_containing(address)
+        if holding is not None:
+            start, size = holding
+        else:
+            pairs = list(zip(starts, sizes, strict=True))
+            start, size = min(pairs, key=lambda b: min(abs(address - b[0]), abs(address - b[0] - b[1])))
+        return Mapping(start, size, self.chunk, self.chunk_offset + start - self.va, size)
 
 
 @dataclass
@@ -186,6 +220,20 @@ class AddressSpace:
         self._table = (starts[:index] + starts[index + 1 :], maps[:index] + maps[index + 1 :])
         return maps[index]
 
+    def annotate(self, address: int, size: int) -> None:
+        """A pool handed out a block inside a mapping: accesses are checked against its blocks
+        (as a sanitizer tracks a caching allocator)."""
+        found = self.mapping_at(address)
+        if found is None:
+            raise KeyError(address)
+        starts, sizes = found.blocks if found.blocks is not None else ((), ())
+        index = bisect.bisect_left(starts, address)
+        if index < len(starts) and starts[index] == address:
+            if sizes[index] < size:
+                found.blocks = (starts, (*sizes[:index], size, *sizes[index + 1 :]))
+        else:
+            found.blocks = ((*starts[:index], address, *starts[index:]), (*sizes[:index], size, *sizes[index:]))
+
     def mapping_at(self, address: int) -> Mapping | None:
         """The mapping whose valid bytes contain address, if any."""
         starts, maps = self._table
@@ -214,6 +262,8 @@ class AddressSpace:
             found = self.mapping_at(cursor)
             if found is None:
                 raise DeviceFault(kind, address, nbytes, self.nearest(cursor), self.asid)
+            if found.blocks is not None and not found.covered(cursor, end):
+                raise DeviceFault(kind, address, nbytes, found.nearest_block(cursor), self.asid)
             stop = min(end, found.va + found.valid)
             if stop == cursor and nbytes:
                 raise DeviceFault(kind, address, nbytes, found, self.asid)

@@ -444,7 +444,18 @@ class Driver:
         mapping = space.mapping_at(address) if space is not None else None
         if space is None or mapping is None:
             return None
+        if mapping.blocks is not None:  # a pooled segment: the pool's block is the allocation
+            block = mapping.block_containing(address)
+            start, size = block if block is not None else (address, 0)
+            return space.device_id, space.asid, start, size
         return space.device_id, space.asid, mapping.va, space.contiguous_end(address) - mapping.va
+
+    def mem_annotate(self, asid: int, address: int, size: int) -> None:
+        """A caching pool handed out a block: the MMU checks accesses against the pool's blocks."""
+        try:
+            self._space(asid).space.annotate(address, size)
+        except KeyError:
+            raise DriverError(107000, f"0x{address:x} is not inside a mapping of address space {asid}") from None
 
     def mem_write(self, asid: int, va: int, data: bytes) -> None:
         """Write bytes into device memory from the host (argument areas, small uploads)."""

@@ -201,6 +201,8 @@ def check_device_range(ctx: Context, address: int, count: int, role: str) -> Non
         raise CannError(
             ErrorCode.RT_PARAM_INVALID, f"{role} 0x{address:x} belongs to another context on device {device}"
         )
+    if valid == 0:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{role} 0x{address:x} is not inside any block of the caching pool")
     if address + count > start + valid:
         raise CannError(
             ErrorCode.RT_PARAM_INVALID,
