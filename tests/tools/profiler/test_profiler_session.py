@@ -169,3 +169,20 @@ def test_the_table_lists_kernels_by_total_time(rt: Runtime, tmp_path: Path) -> N
     table = profiled(tmp_path).table()
     assert table.row_count == 3
     assert [c.header for c in table.columns][:3] == ["Op Name", "Task Type", "Count"]
+
+
+def test_each_traced_device_gets_its_own_process(rt: Runtime, tmp_path: Path) -> None:
+    with profile(devices=[0, 1]) as prof:
+        for index in (0, 1):
+            device = cannrt.Device(index)
+            stream = device.stream()
+            stream.launch("spin", 2000, block_dim=2)
+            stream.synchronize()
+    assert sorted({r.device_id for r in prof.records}) == [0, 1]
+    trace = prof.trace()
+    assert validate_trace(trace) == []
+    processes = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    assert {"NPU 0 (Ascend910B1)", "NPU 1 (Ascend910B1)"} <= processes
+    folder = prof.write(tmp_path, stamp="20240101000000")
+    names = {p.name for p in (folder / "mindstudio_profiler_output").iterdir()}
+    assert "op_summary_20240101000000.csv" in names and "msprof_20240101000000.json" in names
