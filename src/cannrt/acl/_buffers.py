@@ -71,14 +71,14 @@ def buffer_of(handle: object) -> DataBuffer:
     return buffer
 
 
-@api(init=False)
+@api()
 def destroy_data_buffer(data_buffer: int) -> None:
     """Destroy a data buffer, not the memory it points to (aclDestroyDataBuffer)."""
     buffer_of(data_buffer)
     BUFFERS.remove(as_handle("data_buffer", data_buffer))
 
 
-@api(init=False)
+@api()
 def update_data_buffer(data_buffer: int, data: int, size: int) -> None:
     """Point a data buffer at other memory (aclUpdateDataBuffer)."""
     buffer = buffer_of(data_buffer)
@@ -156,7 +156,7 @@ def get_tensor_desc_num_dims(desc: int) -> int:
     return len(found.shape) if found else 0
 
 
-@api(0, init=False)
+@api(0)
 def get_tensor_desc_dim_v2(desc: int, index: int) -> int:
     """(dim, ret): size of one dimension (aclGetTensorDescDimV2)."""
     found, position = desc_of(desc), as_int("index", index)

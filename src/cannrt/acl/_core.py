@@ -29,7 +29,7 @@ def _read_config(path: str) -> dict[str, object]:
     return data
 
 
-@api(init=False)
+@api()
 def init(config_path: str | None = None) -> None:
     """Initialise pyACL for this process (aclInit); repeated init -> ACL_ERROR_REPEAT_INITIALIZE."""
     path = "" if config_path is None else as_str("config_path", config_path)
@@ -44,7 +44,7 @@ def init(config_path: str | None = None) -> None:
         STATE.finalized = False
 
 
-@api(init=False)
+@api()
 def finalize() -> None:
     """Release every device and host resource (aclFinalize)."""
     with STATE.lock:
@@ -63,7 +63,7 @@ def finalize() -> None:
             runtime.close()
 
 
-@api(0, 0, 0, init=False)
+@api(0, 0, 0)
 def get_version() -> tuple[int, int, int]:
     """(major, minor, patch, ret) of the interface (aclrtGetVersion)."""
     return VERSION

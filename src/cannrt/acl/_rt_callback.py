@@ -6,12 +6,15 @@ streams subscribed to it deliver their callbacks there.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from cannrt.acl import constants as c
-from cannrt.acl._state import api, as_callable, as_handle, as_int, fail, runtime, stream_of
-from cannrt.errors import ErrorCode
+from cannrt.acl._state import INT32_MAX, api, as_callable, as_handle, as_int, fail, runtime, stream_of
+from cannrt.errors import CannError, ErrorCode
+
+SUBSCRIBE_POLL_S = 0.002  # how often an unsubscribed report thread looks for its subscription
 
 
 @api()
@@ -54,9 +57,21 @@ def process_report(timeout: int) -> None:
     """Run one reported callback on this thread, waiting up to timeout ms (-1: forever) (aclrtProcessReport).
 
     ACL_ERROR_WAIT_CALLBACK_TIMEOUT when none arrives in time; ACL_ERROR_RT_THREAD_SUBSCRIBE when
-    no stream is subscribed to the calling thread.
+    no stream got subscribed to the calling thread within the timeout (at once for -1).
     """
     limit = as_int("timeout", timeout)
-    if limit == 0 or limit < -1:
-        raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be -1 (forever) or > 0 ms, got {limit}")
-    runtime().callbacks.process(limit)
+    if limit == 0 or not -1 <= limit <= INT32_MAX:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be -1 (forever) or 1..{INT32_MAX} ms, got {limit}")
+    hub = runtime().callbacks
+    if limit == -1:
+        hub.process(-1)
+        return
+    deadline = time.monotonic() + limit / 1000
+    while True:  # a report loop may start before its thread is subscribed: wait for that within the timeout
+        try:
+            hub.process(max(1, round((deadline - time.monotonic()) * 1000)))
+            return
+        except CannError as exc:
+            if exc.code != ErrorCode.RT_THREAD_SUBSCRIBE or time.monotonic() >= deadline:
+                raise
+        time.sleep(SUBSCRIBE_POLL_S)

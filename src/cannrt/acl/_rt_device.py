@@ -15,6 +15,7 @@ from cannrt.acl._state import (
     runtime,
 )
 from cannrt.errors import ErrorCode
+from cannrt.runtime import memory_ops
 
 
 def _check_device_id(device_id: int) -> None:
@@ -57,7 +58,7 @@ def get_device() -> int:
     return current_context(sticky=False).device_id
 
 
-@api(0, init=False)
+@api(0)
 def get_device_count() -> int:
     """(count, ret): devices on this host (aclrtGetDeviceCount)."""
     if STATE.runtime is not None:
@@ -67,7 +68,7 @@ def get_device_count() -> int:
     return load_settings().device_count
 
 
-@api(c.ACL_HOST, init=False)
+@api(c.ACL_HOST)
 def get_run_mode() -> int:
     """(run_mode, ret): always ACL_HOST, the program runs on the host (aclrtGetRunMode)."""
     return c.ACL_HOST
@@ -114,9 +115,7 @@ def synchronize_device_with_timeout(timeout: int) -> None:
 def device_can_access_peer(device_id: int, peer_device_id: int) -> int:
     """(1 or 0, ret): whether device_id can copy to peer_device_id (aclrtDeviceCanAccessPeer)."""
     device, peer = as_int("device_id", device_id), as_int("peer_device_id", peer_device_id)
-    _check_device_id(device)
-    _check_device_id(peer)
-    return int(device != peer)
+    return int(memory_ops.can_access_peer(runtime().settings.device_count, device, peer))
 
 
 # -- contexts -----------------------------------------------------------------------------------
@@ -158,6 +157,7 @@ def set_op_wait_timeout(timeout: int) -> None:
     value = as_int("timeout", timeout)
     if value < 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be >= 0 s, got {value}")
+    runtime()
     STATE.op_wait_timeout_s = value
 
 
@@ -167,6 +167,7 @@ def set_op_execute_timeout(timeout: int) -> None:
     value = as_int("timeout", timeout)
     if value < 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be >= 0 s, got {value}")
+    runtime()
     STATE.op_execute_timeout_s = value
 
 

@@ -138,6 +138,9 @@ def _timed(handle: object) -> EventEntry:
 def event_elapsed_time(start: int, end: int) -> float:
     """(milliseconds, ret) between two completed records (aclrtEventElapsedTime)."""
     first, last = _timed(start), _timed(end)
+    for entry in (first, last):  # "never recorded" is reported before "not complete"
+        if entry.event.records == 0:
+            raise fail(ErrorCode.RT_INVALID_HANDLE, f"event {entry.event.event_id} was never recorded")
     return first.event.elapsed_ms(last.event)
 
 

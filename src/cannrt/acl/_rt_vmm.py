@@ -1,8 +1,7 @@
 """Virtual memory management (aclrtReserveMemAddress, aclrtMallocPhysical, aclrtMapMem...).
 
-The runtime has no calls for this yet, so the facade drives the driver's address-space calls
-for the current context directly (requested from the runtime owner; see docs/acl.md).
-Physical memory comes in 2 MiB huge pages (NORMAL requests are served as HUGE, as on CANN).
+Reservations and mappings live in the current context's address space; physical memory comes
+in 2 MiB huge pages (NORMAL requests are served as HUGE, as on CANN).
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
 from cannrt.acl._state import api, as_handle, as_int, current_context, fail, on_finalize, runtime
 from cannrt.errors import ErrorCode
+from cannrt.runtime import memory_ops
+from cannrt.runtime.context import Context
 
 GRANULARITY = 2 << 20
 
@@ -50,24 +51,28 @@ def _check_flags(flags: object) -> None:
         raise fail(ErrorCode.RT_PARAM_INVALID, "flags is reserved and must be 0")
 
 
+def _context_on(device: int) -> Context:
+    """The current context if it is on device, else the device's default context."""
+    context = current_context()
+    if context.device_id == device:
+        return context
+    state = runtime().device_state(device)
+    state.default_context.check_sticky()
+    return state.default_context
+
+
 @api(0)
 def reserve_mem_address(size: int, alignment: int, expect_ptr: int, flags: int) -> int:
-    """(virt_ptr, ret): reserve device virtual addresses with no memory behind them (aclrtReserveMemAddress)."""
+    """(virt_ptr, ret): reserve device virtual addresses, size rounded up to 2 MiB (aclrtReserveMemAddress)."""
     nbytes, align, expect = as_int("size", size), as_int("alignment", alignment), as_handle("expect_ptr", expect_ptr)
     _check_flags(flags)
-    if nbytes <= 0 or nbytes % GRANULARITY or align < 0 or align & (align - 1):
-        raise fail(
-            ErrorCode.RT_PARAM_INVALID,
-            f"size must be a positive multiple of 2 MiB, alignment a power of 2 (size {nbytes}, alignment {align})",
-        )
-    context = current_context()
-    return runtime().driver.mem_reserve(context.asid, nbytes, align, expect)
+    return memory_ops.reserve_address(current_context(), nbytes, align, expect)
 
 
 @api()
 def release_mem_address(virt_ptr: int) -> None:
     """Release a reservation (aclrtReleaseMemAddress)."""
-    runtime().driver.mem_release(current_context().asid, as_handle("virt_ptr", virt_ptr))
+    memory_ops.release_address(current_context(), as_handle("virt_ptr", virt_ptr))
 
 
 @api(0)
@@ -78,12 +83,14 @@ def malloc_physical(size: int, prop: dict[str, Any] | None, flags: int) -> int:
     device = _prop_device(prop)
     if nbytes <= 0 or nbytes % GRANULARITY:
         raise fail(ErrorCode.RT_PARAM_INVALID, f"size must be a positive multiple of 2 MiB, got {nbytes}")
-    driver_handle = runtime().driver.mem_physical_alloc(device, nbytes, True)
+    driver_handle = memory_ops.malloc_physical(_context_on(device), nbytes)
     return _physical.add(_Physical(device, driver_handle, nbytes))
 
 
 def _physical_of(handle: object) -> _Physical:
-    entry = _physical.get(as_handle("handle", handle))
+    key = as_handle("handle", handle)
+    runtime()
+    entry = _physical.get(key)
     if entry is None:
         raise fail(ErrorCode.RT_INVALID_HANDLE, f"{handle!r} is not a handle from malloc_physical")
     return entry
@@ -93,7 +100,7 @@ def _physical_of(handle: object) -> _Physical:
 def free_physical(handle: int) -> None:
     """Free physical memory from malloc_physical (aclrtFreePhysical)."""
     entry = _physical_of(handle)
-    runtime().driver.mem_physical_free(entry.device_id, entry.driver_handle)
+    memory_ops.free_physical(_context_on(entry.device_id), entry.driver_handle)
     _physical.remove(as_handle("handle", handle))
 
 
@@ -103,22 +110,21 @@ def map_mem(virt_ptr: int, size: int, offset: int, handle: int, flags: int) -> N
     va, nbytes, start = as_handle("virt_ptr", virt_ptr), as_int("size", size), as_int("offset", offset)
     _check_flags(flags)
     entry = _physical_of(handle)
-    if nbytes <= 0 or start < 0:
-        raise fail(ErrorCode.RT_PARAM_INVALID, f"bad size {nbytes} or offset {start}")
-    runtime().driver.mem_map(current_context().asid, va, nbytes, start, entry.driver_handle)
+    memory_ops.map_memory(current_context(), va, nbytes, start, entry.driver_handle)
 
 
 @api()
 def unmap_mem(virt_ptr: int) -> None:
     """Remove a mapping made by map_mem (aclrtUnmapMem)."""
-    runtime().driver.mem_unmap(current_context().asid, as_handle("virt_ptr", virt_ptr))
+    memory_ops.unmap_memory(current_context(), as_handle("virt_ptr", virt_ptr))
 
 
 @api(0)
 def mem_get_allocation_granularity(prop: dict[str, Any] | None, option: int) -> int:
     """(granularity, ret): 2 MiB for every option (aclrtMemGetAllocationGranularity)."""
-    _prop_device(prop)
     as_int("option", option)
+    _prop_device(prop)
+    runtime()
     return GRANULARITY
 
 

@@ -103,15 +103,18 @@ def _failure_code(exc: Exception) -> int:
     return int(ErrorCode.INTERNAL_ERROR)
 
 
-def api(*defaults: object, init: bool = True) -> Callable[[F], F]:
-    """Wrap a pyACL call; defaults are the outputs returned (before ret) when it fails."""
+def api(*defaults: object) -> Callable[[F], F]:
+    """Wrap a pyACL call; defaults are the outputs returned (before ret) when it fails.
+
+    Calls that need acl.init reach the runtime through `runtime()` after parsing their arguments,
+    so a wrong type raises TypeError even before init, and a well-typed call then gets
+    ACL_ERROR_UNINITIALIZE.
+    """
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             try:
-                if init and not STATE.initialized:
-                    raise CannError(ErrorCode.UNINITIALIZE, "acl.init has not been called")
                 result = fn(*args, **kwargs)
             except ArgTypeError:
                 raise
@@ -176,10 +179,13 @@ def as_list(name: str, value: object) -> list[Any]:
     return list(value)
 
 
+INT32_MAX = 2**31 - 1  # timeouts are int32_t in AscendCL
+
+
 def as_timeout(value: int) -> int | None:
-    """A pyACL timeout in ms: -1 waits forever, 0 or more is a limit; below -1 is invalid."""
-    if value < -1:
-        raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be -1 (forever) or >= 0 ms, got {value}")
+    """A pyACL timeout in ms: -1 waits forever, 0..INT32_MAX is a limit; anything else is invalid."""
+    if not -1 <= value <= INT32_MAX:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be -1 (forever) or 0..{INT32_MAX} ms, got {value}")
     return None if value == -1 else value
 
 
@@ -201,6 +207,7 @@ def current_context(*, sticky: bool = True) -> Context:
 
 def context_of(handle: int) -> Context:
     """The context behind a handle."""
+    runtime()
     if handle == 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, "context handle is null")
     context = STATE.contexts.get(handle)
@@ -214,6 +221,7 @@ def stream_of(handle: int, *, submit: bool = False) -> Stream:
 
     With submit, the stream must belong to the calling thread's context (work is enqueued).
     """
+    runtime()
     if handle == 0:
         return current_context(sticky=submit).default_stream
     stream = STATE.streams.get(handle)
@@ -231,6 +239,7 @@ def stream_of(handle: int, *, submit: bool = False) -> Stream:
 
 def event_of(handle: int) -> EventEntry:
     """The event behind a handle."""
+    runtime()
     if handle == 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, "event handle is null")
     entry = STATE.events.get(handle)

@@ -30,3 +30,9 @@ def dvpp_free(dev_ptr: int) -> None:
     if address == 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, "dvpp_free of a null pointer")
     memory_ops.free(current_context(sticky=False), address)
+
+
+__all__ = [
+    "dvpp_free",
+    "dvpp_malloc",
+]

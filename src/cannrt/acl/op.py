@@ -67,7 +67,7 @@ def _as_bool(name: str, value: object) -> bool:
 
 
 def _setter(convert: Any, doc: str) -> Any:
-    @api(init=False)
+    @api()
     def set_attr(attr: int, attr_name: str, attr_value: Any) -> None:
         name = as_str("attr_name", attr_name)
         _attr_table(attr)[name] = convert(attr_value)
@@ -102,7 +102,7 @@ set_attr_list_list_int = _setter(
 
 
 # -- models and planning ----------------------------------------------------------------------
-@api(init=False)
+@api()
 def set_model_dir(model_dir: str) -> None:
     """Load the single-operator models of a directory (aclopSetModelDir); calls then must match one."""
     models = load_model_dir(as_str("model_dir", model_dir))
@@ -175,13 +175,17 @@ execute = execute_v2  # aclopExecute (the older name takes the same arguments in
 @api(0)
 def create_handle(op_type: str, input_desc: list[int], output_desc: list[int], op_attr: int) -> int:
     """(handle, ret): an operator validated once for repeated execute_with_handle (aclopCreateHandle)."""
-    return _handles.add(_plan(op_type, input_desc, output_desc, op_attr))
+    plan = _plan(op_type, input_desc, output_desc, op_attr)
+    runtime()
+    return _handles.add(plan)
 
 
 @api()
 def execute_with_handle(handle: int, inputs: list[int], outputs: list[int], stream: int) -> None:
     """Run an operator from create_handle on stream, asynchronously (aclopExecWithHandle)."""
-    plan = _handles.get(as_handle("handle", handle))
+    key = as_handle("handle", handle)
+    runtime()
+    plan = _handles.get(key)
     if plan is None:
         raise fail(ErrorCode.INVALID_PARAM, f"{handle!r} is not an operator handle from create_handle")
     _launch(plan, inputs, outputs, stream)
@@ -199,3 +203,26 @@ def _forget_all() -> None:
     _handles.clear()
     _models.clear()
     _models_set.clear()
+
+
+__all__ = [
+    "create_attr",
+    "create_handle",
+    "destroy_attr",
+    "destroy_handle",
+    "execute",
+    "execute_v2",
+    "execute_with_handle",
+    "set_attr_bool",
+    "set_attr_data_type",
+    "set_attr_float",
+    "set_attr_int",
+    "set_attr_list_bool",
+    "set_attr_list_data_type",
+    "set_attr_list_float",
+    "set_attr_list_int",
+    "set_attr_list_list_int",
+    "set_attr_list_string",
+    "set_attr_string",
+    "set_model_dir",
+]

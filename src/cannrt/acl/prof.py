@@ -53,6 +53,7 @@ def _reset() -> None:
 def init(profiler_result_path: str) -> None:
     """Choose the output directory (created if missing) (aclprofInit)."""
     path = Path(as_str("profiler_result_path", profiler_result_path))
+    runtime()
     if _session.path is not None:
         raise fail(ErrorCode.REPEAT_INITIALIZE, "acl.prof.init was already called")
     try:
@@ -72,7 +73,7 @@ def create_config(device_id_list: list[int], aicore_metrics: int, aicore_events:
     return _configs.add(ProfConfig(tuple(devices), metrics, data_types))
 
 
-@api(init=False)
+@api()
 def destroy_config(config: int) -> None:
     """Destroy a configuration (aclprofDestroyConfig)."""
     if _configs.remove(as_handle("config", config)) is None:
@@ -90,11 +91,11 @@ def _config_of(config: object) -> ProfConfig:
 def start(config: int) -> None:
     """Start tracing the configured devices (aclprofStart); each must have been set."""
     settings = _config_of(config)
+    rt = runtime()
     if _session.path is None:
         raise fail(ErrorCode.UNINITIALIZE, "acl.prof.init has not been called")
     if _session.running is not None:
         raise fail(ErrorCode.PROF_ALREADY_RUN, "profiling is already running")
-    rt = runtime()
     for device in settings.devices:
         rt.device_state(device)  # the device must be open
         rt.driver.trace_start(device)
@@ -105,6 +106,7 @@ def start(config: int) -> None:
 def stop(config: int) -> None:
     """Stop tracing and write the results (aclprofStop)."""
     settings = _config_of(config)
+    runtime()
     if _session.running is None or _session.path is None:
         raise fail(c.ACL_ERROR_PROF_NOT_RUN, "profiling is not running")
     records = [r for device in settings.devices for r in runtime().driver.trace_stop(device)]
@@ -116,6 +118,7 @@ def stop(config: int) -> None:
 @api()
 def finalize() -> None:
     """End profiling (aclprofFinalize)."""
+    runtime()
     if _session.path is None:
         raise fail(ErrorCode.UNINITIALIZE, "acl.prof.init has not been called")
     if _session.running is not None:
@@ -171,3 +174,13 @@ def _write(folder: Path, records: list[Any]) -> None:
     ]
     trace = {"traceEvents": events, "displayTimeUnit": "ms"}
     (folder / f"msprof_{stamp}.json").write_text(json.dumps(trace), encoding="utf-8")
+
+
+__all__ = [
+    "create_config",
+    "destroy_config",
+    "finalize",
+    "init",
+    "start",
+    "stop",
+]

@@ -116,3 +116,13 @@ def stop_thread(thread_id: int) -> int:
     if thread is not threading.current_thread():
         thread.join()
     return 0
+
+
+__all__ = [
+    "bytes_to_ptr",
+    "numpy_to_ptr",
+    "ptr_to_bytes",
+    "ptr_to_numpy",
+    "start_thread",
+    "stop_thread",
+]
