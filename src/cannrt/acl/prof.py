@@ -1,16 +1,13 @@
 """acl.prof: the profiling calls (aclprofInit, aclprofCreateConfig, aclprofStart/Stop, aclprofFinalize).
 
-start() traces every task of the listed devices; stop() writes what ran, msprof style, into
-`<path>/PROF_<n>/mindstudio_profiler_output/`: `task_time_<ts>.csv` and a Chrome trace
-`msprof_<ts>.json` (one track per stream). It is a small stand-in for the full profiler.
+start() opens a `cannrt.profiling.profile()` region on the configured devices; stop() closes it,
+which writes the msprof folder `<path>/PROF_<id>_<ts>/mindstudio_profiler_output/` (Chrome trace,
+op_summary, task_time, l2_cache and api_statistic; see docs/profiling.md).
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import os
-import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,11 +16,21 @@ from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
 from cannrt.acl._state import api, as_handle, as_int, as_int_list, as_str, fail, on_finalize, record_error, runtime
 from cannrt.errors import ErrorCode
+from cannrt.profiling import Profile, profile
 
-AICORE_METRICS = (0, 1, 2, 3, 4, 5, c.ACL_AICORE_NONE)
+METRIC_GROUPS = {  # aclprofAicoreMetrics -> profiler PMU group (others fall back to PipeUtilization)
+    c.ACL_AICORE_ARITHMETIC_UTILIZATION: "ArithmeticUtilization",
+    c.ACL_AICORE_PIPE_UTILIZATION: "PipeUtilization",
+    c.ACL_AICORE_MEMORY_BANDWIDTH: "Memory",
+    c.ACL_AICORE_L0B_AND_WIDTH: "PipeUtilization",
+    c.ACL_AICORE_RESOURCE_CONFLICT_RATIO: "PipeUtilization",
+    c.ACL_AICORE_MEMORY_UB: "PipeUtilization",
+    c.ACL_AICORE_L2_CACHE: "L2Cache",
+    c.ACL_AICORE_NONE: "PipeUtilization",
+}
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProfConfig:
     """aclprofConfig: devices and what to collect."""
 
@@ -35,8 +42,7 @@ class ProfConfig:
 @dataclass
 class _Session:
     path: Path | None = None
-    running: ProfConfig | None = None
-    runs: int = 0
+    region: AbstractContextManager[Profile] | None = None  # the open profile() while running
 
 
 _configs: HandleTable[ProfConfig] = HandleTable(Kind.PROF_CONFIG)
@@ -45,13 +51,15 @@ _session = _Session()
 
 @on_finalize
 def _reset() -> None:
+    if _session.region is not None:
+        _session.region.__exit__(None, None, None)
     _configs.clear()
-    _session.path, _session.running, _session.runs = None, None, 0
+    _session.path, _session.region = None, None
 
 
 @api()
 def init(profiler_result_path: str) -> None:
-    """Choose the output directory (created if missing) (aclprofInit)."""
+    """Choose the output directory, created if missing (aclprofInit)."""
     path = Path(as_str("profiler_result_path", profiler_result_path))
     runtime()
     if _session.path is not None:
@@ -64,11 +72,11 @@ def init(profiler_result_path: str) -> None:
 
 
 def create_config(device_id_list: list[int], aicore_metrics: int, aicore_events: Any, data_type_config: int) -> int:
-    """A profiling configuration, 0 if invalid (aclprofCreateConfig)."""
+    """A profiling configuration, 0 if invalid (aclprofCreateConfig); aicore_events is ignored."""
     devices, metrics = as_int_list("device_id_list", device_id_list), as_int("aicore_metrics", aicore_metrics)
     data_types = as_int("data_type_config", data_type_config)
-    if not devices or metrics not in AICORE_METRICS or data_types < 0:
-        record_error(ErrorCode.INVALID_PARAM, f"create_config: devices {devices}, metrics {metrics}")
+    if not devices or metrics not in METRIC_GROUPS or data_types < 0:
+        record_error(ErrorCode.INVALID_PARAM, f"create_config: devices {devices}, aicore_metrics {metrics}")
         return 0
     return _configs.add(ProfConfig(tuple(devices), metrics, data_types))
 
@@ -89,30 +97,30 @@ def _config_of(config: object) -> ProfConfig:
 
 @api()
 def start(config: int) -> None:
-    """Start tracing the configured devices (aclprofStart); each must have been set."""
+    """Start profiling the configured devices, which must have been set (aclprofStart)."""
     settings = _config_of(config)
     rt = runtime()
     if _session.path is None:
         raise fail(ErrorCode.UNINITIALIZE, "acl.prof.init has not been called")
-    if _session.running is not None:
+    if _session.region is not None:
         raise fail(ErrorCode.PROF_ALREADY_RUN, "profiling is already running")
     for device in settings.devices:
-        rt.device_state(device)  # the device must be open
-        rt.driver.trace_start(device)
-    _session.running = settings
+        rt.device_state(device)  # CONTEXT_NULL unless the device was set
+    region = profile(_session.path, METRIC_GROUPS[settings.aicore_metrics], list(settings.devices))
+    region.__enter__()
+    _session.region = region
 
 
 @api()
 def stop(config: int) -> None:
-    """Stop tracing and write the results (aclprofStop)."""
-    settings = _config_of(config)
+    """Stop profiling and write the msprof folder (aclprofStop); synchronize first to include every task."""
+    _config_of(config)
     runtime()
-    if _session.running is None or _session.path is None:
+    region = _session.region
+    if region is None:
         raise fail(c.ACL_ERROR_PROF_NOT_RUN, "profiling is not running")
-    records = [r for device in settings.devices for r in runtime().driver.trace_stop(device)]
-    _session.running = None
-    _session.runs += 1
-    _write(_session.path / f"PROF_{os.getpid()}_{_session.runs:03d}" / "mindstudio_profiler_output", records)
+    _session.region = None
+    region.__exit__(None, None, None)
 
 
 @api()
@@ -121,59 +129,9 @@ def finalize() -> None:
     runtime()
     if _session.path is None:
         raise fail(ErrorCode.UNINITIALIZE, "acl.prof.init has not been called")
-    if _session.running is not None:
+    if _session.region is not None:
         raise fail(ErrorCode.PROF_ALREADY_RUN, "call acl.prof.stop first")
     _session.path = None
-
-
-def _write(folder: Path, records: list[Any]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d%H%M%S")
-    with open(folder / f"task_time_{stamp}.csv", "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "Device_id",
-                "kernel_name",
-                "kernel_type",
-                "stream_id",
-                "task_id",
-                "task_time(us)",
-                "task_start(us)",
-                "task_stop(us)",
-            ]
-        )
-        for r in records:
-            writer.writerow(
-                [
-                    r.device_id,
-                    r.name,
-                    r.sqe_type,
-                    r.stream_id,
-                    r.task_id,
-                    (r.end_ns - r.start_ns) / 1000,
-                    r.start_ns / 1000,
-                    r.end_ns / 1000,
-                ]
-            )
-    events: list[dict[str, Any]] = [
-        {
-            "name": r.name,
-            "ph": "X",
-            "pid": r.device_id,
-            "tid": r.stream_id,
-            "ts": r.start_ns / 1000,
-            "dur": (r.end_ns - r.start_ns) / 1000,
-            "args": {"task_id": r.task_id, "block_dim": r.block_dim},
-        }
-        for r in records
-    ]
-    events += [
-        {"name": "thread_name", "ph": "M", "pid": d, "tid": s, "args": {"name": f"Stream {s}"}}
-        for d, s in sorted({(r.device_id, r.stream_id) for r in records})
-    ]
-    trace = {"traceEvents": events, "displayTimeUnit": "ms"}
-    (folder / f"msprof_{stamp}.json").write_text(json.dumps(trace), encoding="utf-8")
 
 
 __all__ = [

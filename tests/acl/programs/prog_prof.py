@@ -59,6 +59,8 @@ def main() -> None:
             rows = list(csv.DictReader(handle))
         expect(len(rows) >= 2, True, "a row per task (copy and kernel)")
         expect(any(r["kernel_name"] == "relu" for r in rows), True, "the Relu kernel is listed")
+        for kind in ("op_summary", "l2_cache", "api_statistic"):
+            expect(len(glob.glob(os.path.join(folders[0], f"{kind}_*.csv"))), 1, f"{kind} CSV written")
         with open(glob.glob(os.path.join(folders[0], "msprof_*.json"))[0]) as handle:
             trace = json.load(handle)
         expect(all("dur" in e for e in trace["traceEvents"] if e["ph"] == "X"), True, "X events carry dur")
