@@ -15,6 +15,9 @@ from cannrt.memory.planner.buffers import (
 )
 from cannrt.memory.planner.greedy import greedy
 
+GREEDY_ALL_MAX = 5000
+"""Above this many buffers `plan` runs one greedy pass instead of eight."""
+
 Progress = Callable[[float, int], None]
 """Called with (elapsed seconds, best peak so far) whenever the search improves or ticks."""
 
@@ -53,8 +56,10 @@ def plan(
     bound = lower_bound(buffers)
     if capacity is not None and bound > capacity:
         raise DoesNotFitError(bound, capacity)
-    best = greedy(buffers)
-    if best.peak > bound and time_limit > 0:
+    # every greedy pass is a Python loop over the buffers: big graphs get one (the skyline
+    # search then does better than the other seven would)
+    best = greedy(buffers) if len(buffers) <= GREEDY_ALL_MAX else greedy(buffers, ("size",), (False,))
+    if best.peak > bound and time_limit > 0 and time.monotonic() < start + time_limit:
         from cannrt.memory.planner.search import improve
 
         target = bound if capacity is None else capacity

@@ -8,6 +8,8 @@ capacity), with the greedy packing as a hint. Without OR-Tools the greedy packin
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cannrt.memory.planner import skyline
 from cannrt.memory.planner.buffers import (
     Arrays,
     IntArray,
@@ -28,6 +31,12 @@ SEARCH_WORKERS = 2
 USE_NO_OVERLAP_2D = False
 LOWEST_FIRST = True
 MAX_CLIQUE_TERMS = 3_000_000
+SKYLINE_SLICE = 0.2
+"""Share of the time limit for the in-process skyline branch and bound (at most SKYLINE_SLICE_MAX)."""
+SKYLINE_SLICE_MAX = 4.0
+INFER_MAX = 2000
+"""Above this many buffers the skyline runs without its (quadratic) section inference."""
+PARALLEL_MIN_SECONDS = 2.0
 """Above this many (buffer, section) memberships the model is too big to pay off."""
 
 
@@ -82,23 +91,171 @@ def improve(
     """Best packing found before `deadline` (monotonic clock), never worse than `start`.
 
     Stops early at a packing with peak <= `target`. Every returned packing is validated.
+    The portfolio: the skyline branch and bound (short, in process), then the skyline run as a
+    greedy when the target was not met, then — sharing the two cores — the branch and bound in
+    a child process against CP-SAT.
     """
-    if not available() or time.monotonic() >= deadline:
-        return start
+    began = time.monotonic()
     arrays = Arrays.of(start.buffers)
-    sections = maximal_sections(arrays)
-    if sections is None:
-        return start
     best = _Best(np.asarray(start.offsets, np.int64), start.peak)
-    optimal = _solve(arrays, sections, best, bound, target, deadline, progress)
+    solver = start.solver
+
+    def offer(offsets: IntArray | None, name: str) -> bool:
+        nonlocal solver
+        if offsets is None:
+            return False
+        peak = int((offsets + arrays.size).max(initial=0))
+        if peak < best.peak:
+            best.offsets, best.peak, solver = offsets, peak, name
+            if progress is not None:
+                progress(time.monotonic() - began, peak)
+        return best.peak <= target
+
+    def remaining() -> float:
+        return deadline - time.monotonic()
+
+    exact = False
+    # 1. skyline branch and bound at the target, a short slice in process
+    slice_end = time.monotonic() + min(max(remaining() * SKYLINE_SLICE, 0.0), SKYLINE_SLICE_MAX)
+    first = skyline.search(arrays, target, slice_end, order="size", infer=len(arrays) <= INFER_MAX)
+    exact = first.exhausted and first.offsets is None  # the target is infeasible
+    if not offer(first.offsets, "skyline") and not exact and remaining() > 0:
+        # 2. the skyline as a greedy (first leaf, no useful bound) when the target was missed
+        for order in ("area", "size"):
+            if remaining() <= 0 or best.peak <= target:
+                break
+            nodes = _leaf_nodes(arrays)
+            leaf = skyline.search(arrays, best.peak - 1, deadline, order=order, infer=False, node_limit=nodes)
+            offer(leaf.offsets, f"skyline-greedy-{order}")
+    if best.peak > target and remaining() > 0 and available():
+        sections = maximal_sections(arrays)
+        if sections is not None:
+            optimal = _portfolio(arrays, sections, best, bound, target, deadline, progress, offer, exact)
+            exact = exact or optimal
     if best.peak >= start.peak:
-        return replace(start, optimal=optimal and best.peak == start.peak)
+        return replace(start, optimal=exact and best.peak == start.peak)
     offsets = tuple(int(x) for x in best.offsets)
     try:
         validate(start.buffers, offsets)
     except InvalidPackingError:  # pragma: no cover - a solver bug must never leak out
         return start
-    return Packing(start.buffers, offsets, solver="cp-sat", optimal=optimal)
+    return Packing(start.buffers, offsets, solver=solver, optimal=best.peak <= bound or exact)
+
+
+def _leaf_nodes(arrays: Arrays) -> int:
+    """A node budget for the greedy skyline: a few times the buffer count."""
+    return 4 * len(arrays) + 1000
+
+
+def _portfolio(
+    arrays: Arrays,
+    sections: Sequence[IntArray],
+    best: _Best,
+    bound: int,
+    target: int,
+    deadline: float,
+    progress: Progress | None,
+    offer: Callable[[IntArray | None, str], bool],
+    refuted: bool,
+) -> bool:
+    """CP-SAT here, the skyline branch and bound in a forked child (when worth it)."""
+    child = None
+    if not refuted and deadline - time.monotonic() > PARALLEL_MIN_SECONDS and len(arrays) <= INFER_MAX:
+        child = _Child.start(arrays, target, deadline)
+    stop_flag = threading.Event()
+    watcher = None
+    if child is not None:
+        watcher = threading.Thread(target=child.wait, args=(stop_flag, deadline), daemon=True)
+        watcher.start()
+    try:
+        optimal = _solve(arrays, sections, best, bound, target, deadline, progress, stop_flag, refuted)
+    finally:
+        stop_flag.set()
+        if watcher is not None:
+            watcher.join()
+        if child is not None:
+            child.close()
+    if child is not None and child.result is not None:
+        offer(child.result, "skyline")
+    return optimal
+
+
+class _Child:
+    """The skyline branch and bound in a forked process, its answer read through a pipe."""
+
+    def __init__(self, proc: Any, conn: Any) -> None:
+        self.proc = proc
+        self.conn = conn
+        self.result: IntArray | None = None
+
+    @staticmethod
+    def start(arrays: Arrays, target: int, deadline: float) -> _Child | None:
+        import multiprocessing as mp
+
+        try:
+            ctx = mp.get_context("fork")
+        except ValueError:  # pragma: no cover - no fork on this platform
+            return None
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child_main, args=(arrays, target, deadline, child), daemon=True)
+        proc.start()
+        child.close()
+        return _Child(proc, parent)
+
+    def wait(self, stop: threading.Event, deadline: float) -> None:
+        """Until `stop` or the deadline: take the child's packing, then stop the CP-SAT run."""
+        while not stop.is_set() and time.monotonic() < deadline:
+            if self.conn.poll(0.05):
+                try:
+                    data = self.conn.recv()
+                except (EOFError, OSError):
+                    return
+                if data is not None:
+                    self.result = np.asarray(data, np.int64)
+                    stop.set()
+                    _STOPPERS.stop_all()
+                return
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+        self.proc.join(1.0)
+        self.conn.close()
+
+
+def _child_main(arrays: Arrays, target: int, deadline: float, conn: Any) -> None:
+    """Child process: alternate branch-and-bound orders (restarting) until the deadline."""
+    result: IntArray | None = None
+    budget = 200_000
+    orders = ("area", "size")
+    run = 0
+    while time.monotonic() < deadline:
+        order = orders[run % 2]
+        r = skyline.search(arrays, target, deadline, order=order, node_limit=budget if run < 2 else None)
+        run += 1
+        if r.offsets is not None:
+            result = r.offsets
+            break
+        if r.exhausted:
+            break
+    with contextlib.suppress(BrokenPipeError, OSError):
+        conn.send(None if result is None else result.tolist())
+
+
+class _StopRegistry:
+    """Running CP-SAT solvers that a finished child should stop."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.solvers: list[Any] = []
+
+    def stop_all(self) -> None:
+        with self.lock:
+            for s in self.solvers:
+                s.stop_search()
+
+
+_STOPPERS = _StopRegistry()
 
 
 def _unit(arrays: Arrays, target: int) -> int:
@@ -120,12 +277,17 @@ def _solve(
     target: int,
     deadline: float,
     progress: Progress | None,
+    stop: threading.Event | None = None,
+    refuted: bool = False,
 ) -> bool:
     """Decide `peak <= target` first; when that is refuted, minimise the peak from the hint."""
-    status = _phase(arrays, sections, best, bound, target, deadline, progress, minimise=False)
-    if status != "infeasible" or best.peak <= target:
-        return best.peak <= bound
-    status = _phase(arrays, sections, best, bound, target, deadline, progress, minimise=True)
+    if not refuted:
+        status = _phase(arrays, sections, best, bound, target, deadline, progress, False, stop)
+        if status != "infeasible" or best.peak <= target:
+            return best.peak <= bound
+    if stop is not None and stop.is_set():
+        return False
+    status = _phase(arrays, sections, best, bound, target, deadline, progress, True, stop)
     return status == "optimal"
 
 
@@ -138,6 +300,7 @@ def _phase(
     deadline: float,
     progress: Progress | None,
     minimise: bool,
+    stop: threading.Event | None = None,
 ) -> str:
     """One CP-SAT run: feasibility at `target`, or minimisation below the best peak."""
     from ortools.sat.python import cp_model
@@ -174,7 +337,9 @@ def _phase(
         )
     if peak is not None:
         model.minimize(peak)
-    return _run(model, ks, unit, arrays.size, best, target, deadline, progress)
+    if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+        return "unknown"  # building the model used the time
+    return _run(model, ks, unit, arrays.size, best, target, deadline, progress, stop)
 
 
 def _run(
@@ -186,6 +351,7 @@ def _run(
     target: int,
     deadline: float,
     progress: Progress | None,
+    stop: threading.Event | None = None,
 ) -> str:
     """Solve, recording improving packings in `best`: 'optimal', 'infeasible' or 'unknown'."""
     from ortools.sat.python import cp_model
@@ -205,8 +371,17 @@ def _run(
 
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(deadline - time.monotonic(), 0.01)
-    solver.parameters.num_workers = SEARCH_WORKERS
-    status = solver.solve(model, Recorder())
+    solver.parameters.num_workers = SEARCH_WORKERS if stop is None else 1
+    with _STOPPERS.lock:
+        _STOPPERS.solvers.append(solver)
+        stopped = stop is not None and stop.is_set()
+    try:
+        if stopped:
+            return "unknown"
+        status = solver.solve(model, Recorder())
+    finally:
+        with _STOPPERS.lock:
+            _STOPPERS.solvers.remove(solver)
     if status == cp_model.OPTIMAL:
         return "optimal"
     return "infeasible" if status == cp_model.INFEASIBLE else "unknown"
