@@ -1,17 +1,21 @@
 """`cannrt exec program.py [args...]`: run a pyACL program on the simulated NPU.
 
 The program runs in a child Python process in which `import acl` (and `acl.rt`, `acl.util`,
-...) resolves to `cannrt.acl`; nothing named `acl` is installed globally. The program's
+...) resolves to `cannrt.acl` (also in Python processes the program starts, through a temporary
+shim on PYTHONPATH); nothing named `acl` is installed globally. The program's
 output, stdin and exit code pass through. The child runs `python -m cannrt.acl_exec
 program.py [args...]`, which can also be used directly.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import runpy
+import shutil
 import subprocess
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 
@@ -19,6 +23,17 @@ import typer
 
 ALIASED_SUBMODULES = ("constants", "media", "op", "prof", "rt", "util")
 EXIT_NO_SCRIPT = 2  # as `python missing.py`
+
+
+SHIM = f"""\"\"\"`import acl` is cannrt.acl during this `cannrt exec` run (a temporary shim).\"\"\"
+import sys
+
+import cannrt.acl as _facade
+
+sys.modules[__name__] = _facade
+for _name in {ALIASED_SUBMODULES!r}:
+    sys.modules[f"acl.{{_name}}"] = getattr(_facade, _name)
+"""
 
 
 def install_acl_alias() -> None:
@@ -30,9 +45,23 @@ def install_acl_alias() -> None:
         sys.modules[f"acl.{name}"] = getattr(facade, name)
 
 
+def install_acl_shim() -> None:
+    """Put a temporary `acl` package on PYTHONPATH, so that Python processes the program starts
+    (multiprocessing with spawn, subprocesses) import cannrt.acl as `acl` too; removed at exit."""
+    directory = tempfile.mkdtemp(prefix="cannrt-acl-")
+    os.makedirs(os.path.join(directory, "acl"))
+    with open(os.path.join(directory, "acl", "__init__.py"), "w", encoding="utf-8") as handle:
+        handle.write(SHIM)
+    atexit.register(shutil.rmtree, directory, True)
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = directory if not previous else os.pathsep.join([directory, previous])
+    sys.path.append(directory)  # multiprocessing's spawn hands sys.path to its children
+
+
 def run_program(script: str, args: Sequence[str]) -> None:
     """Run script as __main__ with sys.argv = [script, *args] and `acl` aliased (the child's job)."""
     install_acl_alias()
+    install_acl_shim()
     path = os.path.abspath(script)
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(path)

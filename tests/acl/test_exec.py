@@ -55,6 +55,40 @@ def test_python_dash_m_cannrt_exec_works_too(tmp_path: Path) -> None:
     assert "args ['0']" in run.stdout
 
 
+SPAWNING_PROGRAM = """
+import multiprocessing
+import subprocess
+import sys
+
+import acl
+
+
+def child(queue):
+    import acl
+
+    queue.put((acl.__name__, acl.init(), acl.rt.set_device(0), acl.finalize()))
+
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=child, args=(queue,))
+    process.start()
+    print("spawned", queue.get(timeout=60))
+    process.join()
+    code = "import acl.util, acl; print(acl.__name__, acl.util.__name__)"
+    print("subprocess", subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout)
+"""
+
+
+def test_python_processes_the_program_starts_import_acl_too(tmp_path: Path) -> None:
+    script = write(tmp_path, "spawning.py", SPAWNING_PROGRAM)
+    run = cannrt_exec(script, command=[sys.executable, "-m", "cannrt.acl_exec"])
+    assert run.returncode == 0, run.explain()
+    assert "spawned ('cannrt.acl', 0, 0, 0)" in run.stdout
+    assert "subprocess cannrt.acl cannrt.acl.util" in run.stdout
+
+
 def test_nothing_named_acl_is_installed_globally(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", "import acl"], capture_output=True, text=True, env=clean_env(), cwd=tmp_path
