@@ -8,6 +8,7 @@ from cannrt.dumping import dump
 from cannrt.errors import CannError, CannTimeout, ErrorCode, OutOfMemoryError
 from cannrt.kernels import Kernel, KernelArgumentError, Work, kernel_names, register_kernel
 from cannrt.memory.lifetimes import Topology
+from cannrt.profiling import Profile, profile
 from cannrt.runtime.core import get_runtime, reset_runtime
 
 __version__ = "0.1.0"
@@ -23,6 +24,7 @@ __all__ = [
     "Kernel",
     "KernelArgumentError",
     "OutOfMemoryError",
+    "Profile",
     "Settings",
     "Stream",
     "Topology",
@@ -35,6 +37,7 @@ __all__ = [
     "get_runtime",
     "kernel_names",
     "load_settings",
+    "profile",
     "register_kernel",
     "reset_runtime",
 ]

@@ -22,11 +22,14 @@ def demo(
     batches: int = typer.Option(8, help="micro-batches to pipeline"),
     size: int = typer.Option(512, help="matrix edge (size x size fp16 matmul)"),
     chip: str = typer.Option("Ascend910B1", help="chip preset"),
+    profile: str | None = typer.Option(
+        None, "--profile", help="profile the pipelined run into this folder (msprof layout)"
+    ),
 ) -> None:
     """Run the pipelined multi-stream workload and report modelled and wall time."""
     from cannrt.demo import run_demo
 
-    raise typer.Exit(run_demo(batches=batches, size=size, chip=chip))
+    raise typer.Exit(run_demo(batches=batches, size=size, chip=chip, profile_dir=profile))
 
 
 @app.command()

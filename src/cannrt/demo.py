@@ -7,6 +7,7 @@ overlap the pipeline achieves on the modelled device clock.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from rich.table import Table
 
 from cannrt.api import Device, DeviceArray, Event, Stream
 from cannrt.config import load_settings
+from cannrt.profiling import Profile, profile
 from cannrt.runtime.core import reset_runtime
 
 COMPUTE_STREAMS = 2
@@ -81,11 +83,29 @@ def _enqueue(batch: Batch, w: DeviceArray, copy_in: Stream, compute: Stream, cop
 
 
 def run_pipeline(
-    inputs: list[np.ndarray], w_host: np.ndarray, chip: str, pipelined: bool, progress: Progress | None
+    inputs: list[np.ndarray],
+    w_host: np.ndarray,
+    chip: str,
+    pipelined: bool,
+    progress: Progress | None,
+    profile_dir: str | None = None,
 ) -> tuple[float, list[np.ndarray]]:
-    """Run all batches; returns (modelled device ms, outputs). One stream when not pipelined."""
+    """Run all batches; returns (modelled device ms, outputs). One stream when not pipelined.
+    With profile_dir, the run is profiled and its msprof folder written there."""
     runtime = reset_runtime(load_settings().with_chip(chip))
     device = Device(0)
+    with profile(profile_dir) if profile_dir else contextlib.nullcontext() as prof:
+        device_ms, outputs = _run_batches(device, inputs, w_host, pipelined, progress)
+    if isinstance(prof, Profile):
+        Console().print(prof.table())
+        Console().print(f"profile written to {prof.path}")
+    runtime.close()
+    return device_ms, outputs
+
+
+def _run_batches(
+    device: Device, inputs: list[np.ndarray], w_host: np.ndarray, pipelined: bool, progress: Progress | None
+) -> tuple[float, list[np.ndarray]]:
     w = device.array(w_host)
     batches = _make_batches(device, inputs)
     if pipelined:
@@ -105,11 +125,10 @@ def run_pipeline(
         if progress is not None and task is not None:
             progress.advance(task)
     device_ms = start.elapsed_ms(batches[-1].copied_out)
-    runtime.close()
     return device_ms, outputs
 
 
-def run_demo(batches: int = 8, size: int = 512, chip: str = "Ascend910B1") -> int:
+def run_demo(batches: int = 8, size: int = 512, chip: str = "Ascend910B1", profile_dir: str | None = None) -> int:
     """The main job: returns the process exit code (0 when every result matches numpy)."""
     console = Console()
     rng = np.random.default_rng(0)
@@ -118,7 +137,7 @@ def run_demo(batches: int = 8, size: int = 512, chip: str = "Ascend910B1") -> in
     console.print(f"cannrt demo: {batches} micro-batches of softmax(gelu(x @ w)), {size}x{size} fp16, on {chip}")
     wall = time.perf_counter()
     with Progress(console=console, transient=False) as progress:
-        piped_ms, piped_out = run_pipeline(inputs, w_host, chip, True, progress)
+        piped_ms, piped_out = run_pipeline(inputs, w_host, chip, True, progress, profile_dir)
         serial_ms, serial_out = run_pipeline(inputs, w_host, chip, False, progress)
     wall = time.perf_counter() - wall
     worst = 0.0

@@ -321,7 +321,7 @@ class TaskRecord(NamedTuple):
     work: Work | None = None
     core_kind: int = -1  # CoreKind of a kernel, -1 otherwise
     blocks: tuple[tuple[int, int, int], ...] = ()  # (physical core or SDMA engine, start, end) per block
-    copy_kind: int = -1  # memcpy kind of an SDMA copy, -1 otherwise
+    copy_kind: int = -1  # memcpy kind of an SDMA copy, -2 for a memset, -1 otherwise
     discarded: bool = False
 
 

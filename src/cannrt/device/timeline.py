@@ -59,6 +59,7 @@ def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
 
 MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
+MEMSET_KIND = -2  # TaskRecord.copy_kind of an SDMA memset
 
 
 class KernelPlan(NamedTuple):
@@ -363,7 +364,7 @@ class Timeline:
             read, written = work.bytes_read, work.bytes_written
         elif isinstance(sqe, SdmaSqe):
             read = written = sqe.length
-            copy_kind = sqe.kind
+            copy_kind = MEMSET_KIND if sqe.op == SdmaOp.MEMSET else sqe.kind
             blocks = tuple((engine, task.start_ns, task.end_ns) for engine in task.cores)
         return TaskRecord(
             self.npu.device_id,

@@ -56,6 +56,7 @@ class Context:
         """A new stream in this context (aclrtCreateStreamWithConfig)."""
         self.check_alive()
         self.check_sticky()
+        self.runtime.host_cost(self.runtime.settings.host_costs.stream_ns)
         stream = Stream(self, priority, flags, is_default=is_default)
         with self.lock:
             self.streams[stream.sq_id] = stream
@@ -72,6 +73,7 @@ class Context:
         """A new event in this context."""
         self.check_alive()
         self.check_sticky()
+        self.runtime.host_cost(self.runtime.settings.host_costs.event_ns)
         event = Event(self, flags, legacy=legacy)
         with self.lock:
             self.events.add(event)
