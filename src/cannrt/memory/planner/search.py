@@ -33,7 +33,7 @@ LOWEST_FIRST = True
 MAX_CLIQUE_TERMS = 3_000_000
 SKYLINE_SLICE = 0.2
 """Share of the time limit for the in-process skyline branch and bound (at most SKYLINE_SLICE_MAX)."""
-SKYLINE_SLICE_MAX = 4.0
+SKYLINE_SLICE_MAX = 1.5
 INFER_MAX = 2000
 """Above this many buffers the skyline runs without its (quadratic) section inference."""
 PARALLEL_MIN_SECONDS = 2.0
@@ -224,20 +224,9 @@ class _Child:
 
 
 def _child_main(arrays: Arrays, target: int, deadline: float, conn: Any) -> None:
-    """Child process: alternate branch-and-bound orders (restarting) until the deadline."""
-    result: IntArray | None = None
-    budget = 200_000
-    orders = ("area", "size")
-    run = 0
-    while time.monotonic() < deadline:
-        order = orders[run % 2]
-        r = skyline.search(arrays, target, deadline, order=order, node_limit=budget if run < 2 else None)
-        run += 1
-        if r.offsets is not None:
-            result = r.offsets
-            break
-        if r.exhausted:
-            break
+    """Child process: the branch and bound by area order (the in-process slice used size order)."""
+    r = skyline.search(arrays, target, deadline, order="area")
+    result = r.offsets
     with contextlib.suppress(BrokenPipeError, OSError):
         conn.send(None if result is None else result.tolist())
 
