@@ -16,6 +16,7 @@ ACL_ERROR_RT_PARAM_INVALID = 107000
 ACL_ERROR_RT_STREAM_SUBSCRIBE = 107011
 ACL_ERROR_RT_THREAD_SUBSCRIBE = 107012
 ACL_ERROR_RT_STREAM_NO_CB_REG = 107015
+ACL_ERROR_RT_INVALID_HANDLE = 107017
 ACL_CALLBACK_NO_BLOCK, ACL_CALLBACK_BLOCK = 0, 1
 
 running = [True]
@@ -91,6 +92,9 @@ def host_funcs() -> None:
     ok(acl.rt.synchronize_stream(stream), "sync")
     expect(order, ["first", "second"], "host functions in stream order")
     ok(acl.rt.destroy_stream(stream), "destroy_stream")
+    expect(acl.rt.launch_host_func(stream, print, None), ACL_ERROR_RT_INVALID_HANDLE, "host func on destroyed")
+    expect(acl.rt.subscribe_report(1, stream), ACL_ERROR_RT_INVALID_HANDLE, "subscribe a destroyed stream")
+    expect(acl.rt.launch_callback(print, None, 1, stream), ACL_ERROR_RT_INVALID_HANDLE, "callback on destroyed")
 
 
 def main() -> None:

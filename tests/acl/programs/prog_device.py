@@ -18,7 +18,9 @@ ACL_ERROR_RT_PARAM_INVALID = 107000
 ACL_ERROR_RT_INVALID_DEVICEID = 107001
 ACL_ERROR_RT_CONTEXT_NULL = 107002
 ACL_ERROR_RT_INVALID_HANDLE = 107017
+ACL_ERROR_RT_RESOURCE_ALLOC_FAIL = 207005
 ACL_HOST = 1
+ACL_HBM_MEM = 1
 
 
 def before_init() -> None:
@@ -52,6 +54,9 @@ def init_finalize(tmp: str) -> None:
 
 def devices() -> None:
     expect(acl.rt.get_device(), (0, ACL_ERROR_RT_CONTEXT_NULL), "get_device with no device set")
+    expect(acl.rt.synchronize_device(), ACL_ERROR_RT_CONTEXT_NULL, "synchronize_device with no device")
+    expect(acl.rt.synchronize_device_with_timeout(5), ACL_ERROR_RT_CONTEXT_NULL, "with timeout, no device")
+    expect(acl.rt.get_mem_info(ACL_HBM_MEM), (0, 0, ACL_ERROR_RT_CONTEXT_NULL), "get_mem_info with no device")
     expect(acl.rt.set_device(2), ACL_ERROR_RT_INVALID_DEVICEID, "set_device out of range")
     expect(acl.rt.set_device(-1), ACL_ERROR_RT_INVALID_DEVICEID, "set_device negative")
     ok(acl.rt.set_device(1), "set_device 1")
@@ -66,6 +71,7 @@ def devices() -> None:
     expect(value(acl.rt.device_can_access_peer(0, 0), "can_access_peer self"), 0, "0 -> 0")
     expect(acl.rt.device_can_access_peer(0, 9)[1], ACL_ERROR_RT_INVALID_DEVICEID, "peer out of range")
     expect(acl.rt.reset_device(7), ACL_ERROR_RT_INVALID_DEVICEID, "reset_device out of range")
+    expect(acl.rt.reset_device_force(-1), ACL_ERROR_RT_INVALID_DEVICEID, "reset_device_force out of range")
     ok(acl.rt.reset_device_force(1), "reset_device_force 1")
 
 
@@ -119,6 +125,21 @@ def timeouts_and_errors() -> None:
     expect(acl.rt.get_last_error(0), ACL_ERROR_RT_INVALID_DEVICEID, "get returns it")
     expect(acl.rt.get_last_error(0), ACL_SUCCESS, "get cleared it")
     expect(acl.rt.get_last_error(1), ACL_ERROR_RT_PARAM_INVALID, "only the thread level exists")
+    expect(acl.rt.peek_at_last_error(2), ACL_ERROR_RT_PARAM_INVALID, "peek: only the thread level exists")
+
+
+def context_limit() -> None:
+    """Contexts until the device has no address space left (207005), then release them."""
+    made: list[int] = []
+    while True:
+        ctx, ret = acl.rt.create_context(0)
+        if ret:
+            expect((ctx, ret), (0, ACL_ERROR_RT_RESOURCE_ALLOC_FAIL), "context limit")
+            break
+        made.append(ctx)
+        expect(len(made) < 5000, True, "a context limit exists")
+    for ctx in made:
+        ok(acl.rt.destroy_context(ctx), "destroy_context")
 
 
 def main() -> None:
@@ -131,6 +152,7 @@ def main() -> None:
     device_info()
     contexts()
     timeouts_and_errors()
+    context_limit()
     ok(acl.rt.reset_device(0), "reset_device")
     ok(acl.finalize(), "finalize")
     done("device")

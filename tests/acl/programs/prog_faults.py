@@ -55,7 +55,14 @@ def sticky_calls(stream: int) -> None:
 
 def main() -> None:
     ok(acl.init(), "init")
-    expect(acl.rt.get_task_id_from_exception_info(12345), INVALID_INFO, "unknown info")
+    for getter in (
+        acl.rt.get_task_id_from_exception_info,
+        acl.rt.get_stream_id_from_exception_info,
+        acl.rt.get_thread_id_from_exception_info,
+        acl.rt.get_device_id_from_exception_info,
+        acl.rt.get_error_code_from_exception_info,
+    ):
+        expect(getter(12345), INVALID_INFO, f"{getter.__name__} of an unknown info")
     ok(acl.rt.set_exception_info_callback(on_exception), "set_exception_info_callback")
     ok(acl.rt.set_device(0), "set_device")
     stream = value(acl.rt.create_stream(), "create_stream")

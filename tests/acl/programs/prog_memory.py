@@ -66,6 +66,7 @@ def host_memory() -> None:
     ok(acl.rt.free_host(host), "free_host")
     expect(acl.rt.free_host(host), ACL_ERROR_RT_PARAM_INVALID, "double free_host")
     expect(acl.rt.malloc_host(0), (0, ACL_ERROR_RT_PARAM_INVALID), "malloc_host 0")
+    expect(acl.rt.malloc_host(1 << 62), (0, ACL_ERROR_RT_MEMORY_ALLOCATION), "malloc_host too large")
 
 
 def copies(stream: int) -> None:
@@ -101,6 +102,7 @@ def copies(stream: int) -> None:
     expect(acl.util.ptr_to_bytes(host, 4), b"\x07" * 4, "host memset after the copy")
     expect(acl.rt.memcpy_async(dev, 8, dev2, size, D2D, stream), ACL_ERROR_RT_PARAM_INVALID, "async count > max")
     expect(acl.rt.memset_async(dev, size, 0, size, 0x123), 107017, "unknown stream")
+    expect(acl.rt.memcpy_async(dev, size, dev2, size, D2D, 0x123), 107017, "memcpy_async unknown stream")
     two_d(dev, host)
     ok(acl.rt.free_host(host), "free_host")
     for ptr in (dev, dev2):
@@ -125,12 +127,14 @@ def dvpp() -> None:
     expect(acl.media.dvpp_free(ptr), ACL_ERROR_RT_PARAM_INVALID, "double dvpp_free")
     expect(acl.media.dvpp_free(0), ACL_ERROR_RT_PARAM_INVALID, "dvpp_free null")
     expect(acl.media.dvpp_malloc(0), (0, ACL_ERROR_RT_PARAM_INVALID), "dvpp_malloc 0")
+    expect(acl.media.dvpp_malloc(HBM * 2), (0, ACL_ERROR_RT_MEMORY_ALLOCATION), "dvpp_malloc too large")
 
 
 def other_context(stream: int) -> None:
     ctx = value(acl.rt.create_context(1), "context on device 1")
     dev = value(acl.rt.malloc(64, 0), "malloc on device 1")
     expect(acl.rt.memset_async(dev, 64, 0, 64, stream), ACL_ERROR_RT_STREAM_CONTEXT, "stream of another context")
+    expect(acl.rt.memcpy_async(dev, 64, dev, 64, D2D, stream), ACL_ERROR_RT_STREAM_CONTEXT, "memcpy_async too")
     ok(acl.rt.free(dev), "free")
     ok(acl.rt.destroy_context(ctx), "destroy_context")
 

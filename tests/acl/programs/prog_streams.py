@@ -9,6 +9,7 @@ from _check import done, expect, ok, value
 import acl
 
 ACL_ERROR_RT_PARAM_INVALID = 107000
+ACL_ERROR_RT_STREAM_CONTEXT = 107003
 ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID = 107006
 ACL_ERROR_RT_INVALID_HANDLE = 107017
 ACL_ERROR_RT_EVENT_NOT_COMPLETE = 507006
@@ -44,6 +45,14 @@ def streams() -> None:
     forced = value(acl.rt.create_stream(), "create_stream")
     ok(acl.rt.destroy_stream_force(forced), "destroy_stream_force")
     expect(acl.rt.destroy_stream_force(forced), ACL_ERROR_RT_INVALID_HANDLE, "force twice")
+    expect(acl.rt.destroy_stream_force(0), ACL_ERROR_RT_PARAM_INVALID, "force the default stream")
+    expect(acl.rt.set_stream_failure_mode(forced, 0), ACL_ERROR_RT_INVALID_HANDLE, "failure mode of destroyed")
+    expect(acl.rt.synchronize_stream_with_timeout(forced, 5), ACL_ERROR_RT_INVALID_HANDLE, "timeout sync destroyed")
+    event = value(acl.rt.create_event(), "event")
+    expect(acl.rt.stream_wait_event(forced, event), ACL_ERROR_RT_INVALID_HANDLE, "wait on a destroyed stream")
+    expect(acl.rt.stream_wait_event(0, 0), ACL_ERROR_RT_PARAM_INVALID, "wait on a null event")
+    expect(acl.rt.stream_wait_event(0, 0x777), ACL_ERROR_RT_INVALID_HANDLE, "wait on an unknown event")
+    ok(acl.rt.destroy_event(event), "destroy_event")
 
 
 def blocked_stream() -> None:
@@ -59,6 +68,8 @@ def blocked_stream() -> None:
     expect(acl.rt.query_event_status(after), (RECORDED_NOT_READY, 0), "recorded status not ready")
     expect(acl.rt.query_event_wait_status(gate), (NOT_READY, 0), "nobody got past the wait")
     expect(acl.rt.event_elapsed_time(gate, after)[1], ACL_ERROR_RT_INVALID_HANDLE, "elapsed: gate never recorded")
+    expect(acl.rt.synchronize_device_with_timeout(5), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, "device timeout")
+    expect(acl.rt.event_get_timestamp(after)[1], ACL_ERROR_RT_EVENT_NOT_COMPLETE, "timestamp not complete")
     ok(acl.rt.record_event(gate, helper), "release the gate")
     ok(acl.rt.synchronize_stream(stream), "stream drains")
     expect(acl.rt.query_event_wait_status(gate), (COMPLETE, 0), "the waiter got past")
@@ -120,8 +131,34 @@ def ex_events(stream: int) -> None:
     expect(acl.rt.record_event(0, stream), ACL_ERROR_RT_PARAM_INVALID, "record null event")
     expect(acl.rt.record_event(stream, stream), ACL_ERROR_RT_INVALID_HANDLE, "a stream handle is not an event")
     expect(acl.rt.query_event(0x999), (0, ACL_ERROR_RT_INVALID_HANDLE), "query unknown")
+    expect(acl.rt.query_event(0), (0, ACL_ERROR_RT_PARAM_INVALID), "query null")
+    expect(acl.rt.query_event_status(event), (0, ACL_ERROR_RT_INVALID_HANDLE), "status of destroyed")
+    expect(acl.rt.query_event_wait_status(event), (1, ACL_ERROR_RT_INVALID_HANDLE), "wait status of destroyed")
+    expect(acl.rt.reset_event(event, stream), ACL_ERROR_RT_INVALID_HANDLE, "reset destroyed")
+    expect(acl.rt.synchronize_event(event), ACL_ERROR_RT_INVALID_HANDLE, "sync destroyed")
+    expect(acl.rt.synchronize_event_with_timeout(event, 5), ACL_ERROR_RT_INVALID_HANDLE, "timeout sync destroyed")
+    expect(acl.rt.event_get_timestamp(event), (0, ACL_ERROR_RT_INVALID_HANDLE), "timestamp of destroyed")
+    expect(acl.rt.destroy_event(0), ACL_ERROR_RT_PARAM_INVALID, "destroy null")
+    never = value(acl.rt.create_event(), "never recorded")
+    expect(acl.rt.event_get_timestamp(never), (0, ACL_ERROR_RT_INVALID_HANDLE), "timestamp never recorded")
+    ok(acl.rt.destroy_event(never), "destroy_event")
+    cross_device(stream)
     ok(acl.rt.free(dev), "free")
     ok(acl.rt.destroy_stream(other), "destroy")
+
+
+def cross_device(stream: int) -> None:
+    """An event of device 1 cannot be recorded on or waited by a stream of device 0."""
+    home = value(acl.rt.get_context(), "context")
+    ctx = value(acl.rt.create_context(1), "context on device 1")
+    far = value(acl.rt.create_event(), "event on device 1")
+    ok(acl.rt.set_context(home), "back to device 0")
+    expect(acl.rt.record_event(far, stream), ACL_ERROR_RT_STREAM_CONTEXT, "record across devices")
+    expect(acl.rt.stream_wait_event(stream, far), ACL_ERROR_RT_STREAM_CONTEXT, "wait across devices")
+    expect(acl.rt.reset_event(far, stream), ACL_ERROR_RT_STREAM_CONTEXT, "reset across devices")
+    ok(acl.rt.destroy_event(far), "destroy_event")
+    ok(acl.rt.destroy_context(ctx), "destroy_context")
+    ok(acl.rt.set_context(home), "set_context")
 
 
 def main() -> None:
