@@ -42,4 +42,3 @@ def acl() -> Iterator[ModuleType]:
     finally:
         if STATE.initialized:
             facade.finalize()
-        cannrt.get_runtime().close()

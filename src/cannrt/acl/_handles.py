@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from enum import IntEnum
 from typing import Generic, TypeVar
 
@@ -64,9 +65,8 @@ class HandleTable(Generic[T]):
                 self._handles.pop(id(obj), None)
             return obj
 
-    def remove_where(self, predicate: object) -> None:
-        """Forget every handle whose object satisfies predicate (a callable)."""
-        assert callable(predicate)
+    def remove_where(self, predicate: Callable[[T], bool]) -> None:
+        """Forget every handle whose object satisfies predicate."""
         for handle, obj in list(self._objects.items()):
             if predicate(obj):
                 self.remove(handle)
