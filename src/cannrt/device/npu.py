@@ -240,20 +240,26 @@ class Npu:
             with self.lock:
                 self.lock.notify_all()
 
-    def await_real(self, task: Task) -> None:
-        """Block (lock held, released while waiting) until the worker has run task."""
+    def await_real(self, task: Task, patience_s: float | None = None) -> bool:
+        """Block (lock held, released while waiting) until the worker has run task. With a
+        patience, give up after that much wall time and return False; without one, a task that
+        never runs is a DeviceHang after the watchdog."""
         if task.real_done:
-            return
-        deadline = time.monotonic() + self.settings.watchdog_s
+            return True
+        limit = self.settings.watchdog_s if patience_s is None else patience_s
+        deadline = time.monotonic() + limit
         self._awaited = task  # set before re-checking real_done: the worker notifies for this task
         self.executor.hurry()
         try:
             while not task.real_done:
                 self.lock.wait(0.05)
                 if time.monotonic() > deadline:
+                    if patience_s is not None:
+                        return False
                     raise DeviceHang(f"task {task.sqe.task_id} on stream {task.sqe.stream_id} never finished")
         finally:
             self._awaited = None
+        return True
 
     def post_callback(self, task: Task) -> None:
         """Report a callback task to the host (the driver routes it to the subscribed thread)."""

@@ -60,6 +60,9 @@ def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
 MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
 MEMSET_KIND = -2  # TaskRecord.copy_kind of an SDMA memset
+# wall time the timeline waits at a callback's modelled end for the host to run it: within it the
+# callback completes exactly then (deterministic); past it, the callback is parked
+CALLBACK_PATIENCE_S = 1.0
 
 
 class KernelPlan(NamedTuple):
@@ -308,8 +311,9 @@ class Timeline:
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:
         sq = task.sq
-        if task.sqe.sqe_type == _PLACE_HOLDER and not task.real_done:
-            self._parked_callbacks.add(task)  # the host has not run it yet: its SQ stays busy
+        if task.sqe.sqe_type == _PLACE_HOLDER and not self.npu.await_real(task, CALLBACK_PATIENCE_S):
+            # the host has not run it (nobody processes reports?): park its SQ, keep the device going
+            self._parked_callbacks.add(task)
             return
         sq.model_busy = False
         sq.model_head = task.position + 1
