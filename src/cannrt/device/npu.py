@@ -43,6 +43,11 @@ HOST_WORK_GRACE_S = 1.0  # the same while a reported callback still runs on a ho
 CallbackSink = Callable[[int, int, int, int, int, int], None]  # dev, sq, stream, task, callback, token
 
 
+def _ran(task: Task) -> bool:
+    """Whether the worker has run task (read anew each time: another thread sets it)."""
+    return task.real_done
+
+
 class DeviceHang(Exception):
     """A real wait exceeded the wall-clock watchdog."""
 
@@ -251,7 +256,7 @@ class Npu:
         self._awaited = task  # set before re-checking real_done: the worker notifies for this task
         self.executor.hurry()
         try:
-            while not task.real_done:
+            while not _ran(task):  # set by the worker thread
                 self.lock.wait(0.05)
                 if time.monotonic() > deadline:
                     if patience_s is not None:
