@@ -1,4 +1,4 @@
-"""Runtime behaviour the facade depends on and found wanting (strict xfails name the bug)."""
+"""Runtime behaviour the facade depends on (found wanting once, fixed since)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,6 @@ import pytest
 from cannrt.errors import ErrorCode
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Driver.space_create never recycles address-space ids, so after 960 contexts in a runtime's "
-    "life (set_device counts too) no context can be created, even after destroy_context / reset_device",
-)
 def test_destroyed_contexts_give_their_address_space_back(acl: ModuleType) -> None:
     made: list[int] = []
     while True:

@@ -7,6 +7,7 @@ Errors are DriverError with the ACL runtime code the runtime should report.
 from __future__ import annotations
 
 import functools
+import heapq
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ class Driver:
         self._devices: dict[int, Npu] = {}
         self._spaces: dict[int, _SpaceInfo] = {}
         self._next_asid = 0
+        self._free_asids: list[int] = []  # ids of destroyed address spaces, reused lowest first
         self._ids: dict[tuple[int, Resource], tuple[int, set[int]]] = {}
         self._limits = {
             Resource.STREAM: settings.chip.max_streams,
@@ -318,10 +320,13 @@ class Driver:
     def space_create(self, dev: int) -> int:
         """A new device virtual address space (one per context); returns its id."""
         self._npu(dev)
-        if self._next_asid >= MAX_ADDRESS_SPACES:
-            raise DriverError(207005, f"no free address space (limit {MAX_ADDRESS_SPACES})")
-        asid = self._next_asid
-        self._next_asid += 1
+        if self._free_asids:
+            asid = heapq.heappop(self._free_asids)
+        elif self._next_asid < MAX_ADDRESS_SPACES:
+            asid = self._next_asid
+            self._next_asid += 1
+        else:
+            raise DriverError(207005, f"no free address space (limit {MAX_ADDRESS_SPACES} live contexts)")
         space = AddressSpace(asid, dev)
         self._spaces[asid] = _SpaceInfo(space, VaAllocator(space.base, space.limit), {})
         self.fabric.add(space)
@@ -338,6 +343,7 @@ class Driver:
             if npu is not None:
                 npu.hbm.free(handle)
         self.fabric.remove(asid)
+        heapq.heappush(self._free_asids, asid)
 
     def _space(self, asid: int) -> _SpaceInfo:
         try:
