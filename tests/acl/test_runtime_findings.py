@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-import pytest
-
 from cannrt.errors import ErrorCode
 
 
