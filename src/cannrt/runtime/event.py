@@ -31,7 +31,8 @@ class Event:
         self.context = context
         self.flags = flags
         self.legacy = legacy
-        self.timing = legacy or bool(flags & EVENT_TIME_LINE)
+        # aclrtCreateEvent (legacy, no flags) records timestamps; otherwise ACL_EVENT_TIME_LINE decides
+        self.timing = bool(flags & EVENT_TIME_LINE) or (legacy and flags == 0)
         self.device_id = context.device_id
         self._driver = context.runtime.driver
         self._costs = context.runtime.settings.host_costs
@@ -139,7 +140,8 @@ class Event:
                     ErrorCode.RT_EVENT_TIMESTAMP_INVALID,
                     f"event {event.event_id} was created without ACL_EVENT_TIME_LINE (flags 0x{event.flags:x})",
                 )
-        return (end.timestamp_ns() - self.timestamp_ns()) / 1e6
+        start = self.timestamp_ns()  # the start's error (not recorded, not complete) comes first
+        return (end.timestamp_ns() - start) / 1e6
 
     def destroy(self) -> None:
         """Give the event slot back (aclrtDestroyEvent)."""

@@ -57,7 +57,15 @@ class Stream:
         self._clock = runtime.driver.clock
         self._costs = runtime.settings.host_costs
         self.stream_id = self._alloc_id()
-        self.sq_id = self._driver.sq_alloc(self.device_id, self.stream_id, context.asid, self.priority, context.cq_id)
+        try:
+            self.sq_id = self._driver.sq_alloc(
+                self.device_id, self.stream_id, context.asid, self.priority, context.cq_id
+            )
+        except DriverError as exc:
+            from cannrt.driver.hal import Resource
+
+            self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
+            raise CannError(exc.code, str(exc)) from None
         self.depth = runtime.settings.chip.sq_depth
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
         self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
