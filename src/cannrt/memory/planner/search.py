@@ -81,6 +81,9 @@ class _Best:
     peak: int
 
 
+LARGE_GRAPH = 5000  # buffers above which the skyline greedy runs in area order only
+
+
 def improve(
     start: Packing,
     bound: int,
@@ -121,7 +124,9 @@ def improve(
     exact = first.exhausted and first.offsets is None  # the target is infeasible
     if not offer(first.offsets, "skyline") and not exact and remaining() > 0:
         # 2. the skyline as a greedy (first leaf, no useful bound) when the target was missed
-        for order in ("area", "size"):
+        # on large graphs the size order never beat the area order (S_1: +2.4 % vs +0.18 %)
+        orders = ("area",) if len(arrays) > LARGE_GRAPH else ("area", "size")
+        for order in orders:
             if remaining() <= 0 or best.peak <= target:
                 break
             nodes = _leaf_nodes(arrays)
