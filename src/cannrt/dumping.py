@@ -4,15 +4,17 @@
         stream.launch("matmul", x, w, y, name="fc1")
 
 On exit every device is synchronised and one file per dumped kernel is written under
-`dumps/{device}/` with CANN's names; failing kernels are dumped too (exception dump).
+`dumps/{device}/` with CANN's names; failing kernels are dumped too (exception dump). pyACL
+programs get the same from the "dump" section of the acl.json given to acl.init.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.core import DumpConfig, Runtime, get_runtime
@@ -29,6 +31,64 @@ class DumpResult:
     files: list[Path] = field(default_factory=list)
 
 
+class DumpSession:
+    """A dump configuration installed on a runtime; flush() writes what completed so far."""
+
+    def __init__(self, runtime: Runtime, config: DumpConfig) -> None:
+        if runtime.dump_config is not None:
+            raise CannError(ErrorCode.DUMP_ALREADY_RUN, "a dump is already running")
+        self.runtime = runtime
+        self.config = config
+        self.writer = DumpWriter(config.path, config.stats_only)
+        runtime.dump_config = config
+        for device_id in list(runtime.devices):
+            runtime.driver.dump_configure(device_id, config.inputs, config.outputs, config.exception)
+
+    def flush(self) -> list[Path]:
+        """Write the dump records of every task completed by now."""
+        written: list[Path] = []
+        for device_id in list(self.runtime.devices):
+            for record in self.runtime.driver.dump_read(device_id):
+                key = (record.device_id, record.stream_id, record.task_id)
+                written.append(self.writer.write(record, self.config.op_names.pop(key, record.kernel_name)))
+        return written
+
+    def stop(self) -> list[Path]:
+        """Flush and uninstall."""
+        written = self.flush()
+        self.runtime.dump_config = None
+        for device_id in list(self.runtime.devices):
+            self.runtime.driver.dump_configure(device_id, False, False, False)
+        return written
+
+
+def config_of(
+    path: str | Path, ops: Iterable[str] | None = None, mode: str = "all", data: str = "tensor", exception: bool = True
+) -> DumpConfig:
+    """A validated dump configuration (dump_path, dump_list, dump_mode, dump_data)."""
+    if mode not in MODES or data not in ("tensor", "stats"):
+        message = f"dump mode {mode!r} / data {data!r}: use input|output|all and tensor|stats"
+        raise CannError(ErrorCode.INVALID_PARAM, message)
+    inputs, outputs = MODES[mode]
+    selected = frozenset(ops) if ops is not None else None
+    return DumpConfig(str(path), selected, inputs, outputs, data == "stats", exception)
+
+
+def config_from_acl_json(section: Mapping[str, Any]) -> DumpConfig:
+    """The acl.json "dump" section: dump_path, dump_mode, dump_data, dump_op_switch ("on" dumps
+    every op), dump_list [{"layer": [op names]}], dump_scene ("lite_exception": failures only)."""
+    if not isinstance(section.get("dump_path"), str) or not section["dump_path"]:
+        raise CannError(ErrorCode.INVALID_PARAM, "acl.json dump section needs a dump_path")
+    layers = [name for entry in section.get("dump_list", []) or [] for name in entry.get("layer", []) or []]
+    everything = str(section.get("dump_op_switch", "off")).lower() == "on"
+    ops: frozenset[str] | None = None if everything else frozenset(layers)
+    config = config_of(section["dump_path"], ops, str(section.get("dump_mode", "output")),
+                       str(section.get("dump_data", "tensor")))  # fmt: skip
+    if section.get("dump_scene") == "lite_exception":
+        config.ops = frozenset()
+    return config
+
+
 @contextmanager
 def dump(
     path: str | Path,
@@ -40,18 +100,8 @@ def dump(
 ) -> Iterator[DumpResult]:
     """Dump the tensors of kernels launched in the block (dump_list=ops, dump_mode, dump_data)."""
     runtime = runtime or get_runtime()
-    if mode not in MODES or data not in ("tensor", "stats"):
-        raise CannError(
-            ErrorCode.INVALID_PARAM, f"dump mode {mode!r} / data {data!r}: use input|output|all, tensor|stats"
-        )
-    if runtime.dump_config is not None:
-        raise CannError(ErrorCode.DUMP_ALREADY_RUN, "a dump is already running")
-    inputs, outputs = MODES[mode]
-    config = DumpConfig(
-        str(path), frozenset(ops) if ops is not None else None, inputs, outputs, data == "stats", exception
-    )
+    session = DumpSession(runtime, config_of(path, ops, mode, data, exception))
     result = DumpResult(Path(path))
-    _configure(runtime, config)
     try:
         yield result
     finally:
@@ -59,22 +109,4 @@ def dump(
             for device_id in list(runtime.devices):
                 runtime.synchronize_device(device_id)
         finally:
-            result.files = _collect(runtime, config)
-            runtime.dump_config = None
-            for device_id in list(runtime.devices):
-                runtime.driver.dump_configure(device_id, False, False, False)
-
-
-def _configure(runtime: Runtime, config: DumpConfig) -> None:
-    runtime.dump_config = config
-    for device_id in list(runtime.devices):
-        runtime.driver.dump_configure(device_id, config.inputs, config.outputs, config.exception)
-
-
-def _collect(runtime: Runtime, config: DumpConfig) -> list[Path]:
-    writer = DumpWriter(config.path, config.stats_only)
-    for device_id in list(runtime.devices):
-        for record in runtime.driver.dump_read(device_id):
-            name = config.op_names.pop((record.device_id, record.stream_id, record.task_id), record.kernel_name)
-            writer.write(record, name)
-    return writer.written
+            result.files = session.stop()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
 from cannrt.acl._state import FINALIZERS, STATE, api, as_str, fail
-from cannrt.errors import ErrorCode
+from cannrt.dumping import DumpSession, config_from_acl_json
+from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.core import get_runtime
 
 ACL_ERROR_INVALID_FILE = 100003
@@ -15,7 +17,7 @@ VERSION = (1, 0, 0)  # the pyACL interface version this facade follows
 
 
 def _read_config(path: str) -> dict[str, object]:
-    """Parse an acl.json configuration (dump / profiling sections are accepted and ignored)."""
+    """Parse an acl.json configuration (its "dump" section is acted on; others are accepted)."""
     if not os.path.isfile(path):
         raise fail(ACL_ERROR_INVALID_FILE, f"configuration file {path!r} does not exist")
     try:
@@ -36,10 +38,12 @@ def init(config_path: str | None = None) -> None:
     with STATE.lock:
         if STATE.initialized:
             raise fail(ErrorCode.REPEAT_INITIALIZE, "acl.init was already called")
-        if path:
-            _read_config(path)
+        config = _read_config(path) if path else {}
         STATE.runtime = get_runtime()
         STATE.clear()
+        section = config.get("dump")
+        if isinstance(section, dict):
+            STATE.dump = DumpSession(STATE.runtime, config_from_acl_json(section))
         STATE.initialized = True
         STATE.finalized = False
 
@@ -52,6 +56,13 @@ def finalize() -> None:
             code = ErrorCode.REPEAT_FINALIZE if STATE.finalized else ErrorCode.UNINITIALIZE
             raise fail(code, "acl.finalize without a matching acl.init")
         runtime = STATE.runtime
+        if STATE.dump is not None:
+            if runtime is not None:
+                for device_id in list(runtime.devices):
+                    with contextlib.suppress(CannError):  # finalize after a fault still writes files
+                        runtime.synchronize_device(device_id)
+            STATE.dump.stop()
+            STATE.dump = None
         STATE.initialized = False
         STATE.finalized = True
         STATE.runtime = None

@@ -36,6 +36,7 @@ def set_device(device_id: int) -> None:
 def _reset(device_id: int) -> None:
     device = as_int("device_id", device_id)
     _check_device_id(device)
+    STATE.flush_dump()
     runtime().reset_device(device)
     STATE.forget_device(device)
 
@@ -101,7 +102,10 @@ def get_device_info(device_id: int, attr: int) -> int:
 @api()
 def synchronize_device() -> None:
     """Wait for every stream of the current device (aclrtSynchronizeDevice)."""
-    runtime().synchronize_device(current_context(sticky=False).device_id)
+    try:
+        runtime().synchronize_device(current_context(sticky=False).device_id)
+    finally:
+        STATE.flush_dump()
 
 
 @api()

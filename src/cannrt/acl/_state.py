@@ -21,6 +21,7 @@ from cannrt.acl._handles import HandleTable, Kind
 from cannrt.errors import CannError, ErrorCode, error_name
 
 if TYPE_CHECKING:
+    from cannrt.dumping import DumpSession
     from cannrt.runtime.context import Context
     from cannrt.runtime.core import Runtime
     from cannrt.runtime.event import Event
@@ -61,6 +62,12 @@ class FacadeState:
         self.events: HandleTable[EventEntry] = HandleTable(Kind.EVENT)
         self.op_wait_timeout_s = 0
         self.op_execute_timeout_s = 0
+        self.dump: DumpSession | None = None  # from the "dump" section of acl.init's acl.json
+
+    def flush_dump(self) -> None:
+        """Write the dump files of every task completed so far (if acl.json asked for a dump)."""
+        if self.dump is not None:
+            self.dump.flush()
 
     def clear(self) -> None:
         """Forget every runtime object handle (finalize)."""

@@ -108,6 +108,9 @@ class Runtime:
             if state is None:
                 self.driver.open(device_id)
                 self.driver.set_callback_sink(device_id, self.callbacks.sink)
+                if self.dump_config is not None:  # a dump is running: this device dumps too
+                    config = self.dump_config
+                    self.driver.dump_configure(device_id, config.inputs, config.outputs, config.exception)
                 context = Context(self, device_id, is_default=True)
                 state = DeviceState(device_id, context, [context])
                 self.devices[device_id] = state
