@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from cannrt.device.descriptors import SdmaOp
 from cannrt.driver.hal import DriverError
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
+from cannrt.runtime import host_check
 from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
@@ -216,14 +217,31 @@ def check_device_range(ctx: Context, address: int, count: int, role: str) -> Non
 
 
 @api_call("aclrtMemcpy")
+def check_host_range(ctx: Context, address: int, count: int, role: str, write: bool) -> None:
+    """A host pointer must be readable (and writable for a destination): else RT_PARAM_INVALID."""
+    if ctx.runtime.driver.mem_owner(address) is not None or count == 0:
+        return
+    ok = host_check.writable(address, count) if write else host_check.readable(address, count)
+    if not ok:
+        access = "writable" if write else "readable"
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{role} host range 0x{address:x}+{count} is not {access} memory")
+
+
+def check_ranges(ctx: Context, dst: int, src: int, count: int) -> None:
+    """Device ranges inside their allocations, host ranges mapped (read src, write dst)."""
+    check_device_range(ctx, src, count, "src")
+    check_device_range(ctx, dst, count, "dst")
+    check_host_range(ctx, src, count, "src", write=False)
+    check_host_range(ctx, dst, count, "dst", write=True)
+
+
 def memcpy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> None:
     """Synchronous copy (aclrtMemcpy)."""
     check_copy(ctx, dst, dst_max, src, count)
     resolved = resolve_kind(ctx, dst, src, kind)
     if count == 0:
         return
-    check_device_range(ctx, src, count, "src")
-    check_device_range(ctx, dst, count, "dst")
+    check_ranges(ctx, dst, src, count)
     try:
         duration = ctx.runtime.driver.memcpy(ctx.asid, dst, src, count, resolved)
     except DriverError as exc:
@@ -247,8 +265,7 @@ def memcpy_async(ctx: Context, dst: int, dst_max: int, src: int, count: int, kin
     check_stream(ctx, stream)
     check_copy(ctx, dst, dst_max, src, count)
     resolved = resolve_kind(ctx, dst, src, kind)
-    check_device_range(ctx, src, count, "src")
-    check_device_range(ctx, dst, count, "dst")
+    check_ranges(ctx, dst, src, count)
     stream.submit_sdma(SdmaOp.COPY, resolved, src, dst, count)
 
 
@@ -263,6 +280,8 @@ def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream:
     device = _is_device(ctx, dst)
     if device:
         check_device_range(ctx, dst, count, "dst")
+    else:
+        check_host_range(ctx, dst, count, "dst", write=True)
     if stream is not None:
         stream.submit_sdma(SdmaOp.MEMSET, 3 if device else 0, 0, dst, count, value)
     elif device:
