@@ -120,7 +120,7 @@ class Device:
         self.runtime.reset_device(self.index)
 
 
-def _RUNTIME_LAUNCH(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any], name: str | None) -> int:
+def _launch_on(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any], name: str | None) -> int:
     """Launch through the runtime that owns the stream."""
     return stream.context.runtime.launch(stream, kernel, block_dim, specs, name)
 
@@ -178,7 +178,7 @@ class Stream:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        _RUNTIME_LAUNCH(self._rt, kernel, block_dim, specs, name)
+        _launch_on(self._rt, kernel, block_dim, specs, name)
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""

@@ -199,10 +199,6 @@ class Driver:
         one SQE (and its parameter block) and rings the doorbell, as a user-mapped ring would."""
         return self._npu(dev).sq_sender(sq_id)
 
-    def sq_tail(self, dev: int, sq_id: int) -> int:
-        """Entries written into the SQ so far (by every host thread)."""
-        return self._npu(dev).sqs[sq_id].tail
-
     def sq_head(self, dev: int, sq_id: int) -> int:
         """Tasks of the SQ completed by now on the modelled timeline."""
         npu = self._npu(dev)
