@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,13 +14,16 @@ from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.caching import Block
 from cannrt.memory.lifetimes import Topology
-from cannrt.memory.static_pool import PoolReport, StaticPool
+from cannrt.memory.static_pool import StaticPool
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
 from cannrt.runtime.core import get_runtime
 from cannrt.runtime.event import EVENT_SYNC, EVENT_TIME_LINE
 from cannrt.runtime.event import Event as RtEvent
 from cannrt.runtime.stream import Stream as RtStream
+
+if TYPE_CHECKING:
+    from cannrt.graph_memory import GraphMemory
 
 _current = threading.local()
 
@@ -107,6 +110,8 @@ class Device:
 
     def static_pool(self, topology: Topology, *, time_limit: float = 1.0) -> GraphMemory:
         """Plan a graph's memory topology into one block (the runtime's static memory pool)."""
+        from cannrt.graph_memory import GraphMemory
+
         pool = StaticPool(
             topology,
             lambda nbytes: memory_ops.malloc(self.context, nbytes),
@@ -378,32 +383,6 @@ def _keepalive(stream: Stream, data: np.ndarray) -> None:
     if len(pending) > 64:
         head = get_runtime().driver.sq_head(stream._rt.device_id, stream._rt.sq_id)
         pending[:] = [(pos, arr) for pos, arr in pending if pos >= head]
-
-
-class GraphMemory:
-    """A planned static pool on a device: typed views of its tensors."""
-
-    def __init__(self, device: Device, pool: StaticPool) -> None:
-        self.device = device
-        self.pool = pool
-
-    @property
-    def report(self) -> PoolReport:
-        """Block size, lower bound and the bytes saved by reuse."""
-        return self.pool.report
-
-    def tensor(self, name: str, shape: Sequence[int], dtype: Any = np.float32) -> DeviceArray:
-        """The tensor's memory as a DeviceArray (it must fit the size the topology declared)."""
-        dt = np.dtype(dtype)
-        nbytes = int(np.prod(tuple(shape), dtype=np.int64)) * dt.itemsize
-        planned = next(b.size for b in self.pool.packing.buffers if b.id == name)
-        if nbytes > planned:
-            raise CannError(ErrorCode.RT_PARAM_INVALID, f"tensor {name}: {nbytes} bytes requested, {planned} planned")
-        return DeviceArray(self.device, self.pool.address(name), tuple(shape), dt, owned=False)
-
-    def release(self) -> None:
-        """Free the block (synchronise the graph's streams first)."""
-        self.pool.release()
 
 
 def device_count() -> int:

@@ -6,34 +6,23 @@ Errors are DriverError with the ACL runtime code the runtime should report.
 
 from __future__ import annotations
 
-import functools
-import heapq
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import Concatenate, ParamSpec, TypeVar
 
 from cannrt.config import Settings
 from cannrt.device.clock import HostClock
 from cannrt.device.descriptors import DumpRecord, EventMode, ExceptionRecord, TaskRecord
-from cannrt.device.executor import copy_parts, host_array
 from cannrt.device.fabric import Fabric
-from cannrt.device.memory import (
-    HUGE_PAGE,
-    MAX_ADDRESS_SPACES,
-    NORMAL_PAGE,
-    AddressSpace,
-    DeviceFault,
-    OutOfDeviceMemory,
-)
 from cannrt.device.npu import DeviceHang, Npu
-from cannrt.driver.vaspace import AddressRangeError, VaAllocator
-
-MEMCPY_HOST_TO_HOST = 0
-MEMCPY_HOST_TO_DEVICE = 1
-MEMCPY_DEVICE_TO_HOST = 2
-MEMCPY_DEVICE_TO_DEVICE = 3
+from cannrt.driver.base import DriverError, SpaceInfo, serialised
+from cannrt.driver.memory_calls import (
+    MEMCPY_DEVICE_TO_DEVICE,
+    MEMCPY_DEVICE_TO_HOST,
+    MEMCPY_HOST_TO_DEVICE,
+    MEMCPY_HOST_TO_HOST,
+    MemoryCalls,
+)
 
 
 class Resource(IntEnum):
@@ -47,37 +36,7 @@ class Resource(IntEnum):
     MODEL = 5
 
 
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def serialised(method: Callable[Concatenate[Driver, P], R]) -> Callable[Concatenate[Driver, P], R]:
-    """Run a bookkeeping call under the driver lock (host threads may call concurrently)."""
-
-    @functools.wraps(method)
-    def locked(self: Driver, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        with self._lock:
-            return method(self, *args, **kwargs)
-
-    return locked
-
-
-class DriverError(Exception):
-    """A driver call failed; code is the ACL runtime error code."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass
-class _SpaceInfo:
-    space: AddressSpace
-    va: VaAllocator
-    chunks: dict[int, int]  # va of a malloc'd range -> physical handle (freed with it)
-
-
-class Driver:
+class Driver(MemoryCalls):
     """The simulated machine seen through its driver: one HostClock, several devices."""
 
     def __init__(self, settings: Settings) -> None:
@@ -86,7 +45,7 @@ class Driver:
         self.clock = HostClock()
         self.fabric = Fabric()
         self._devices: dict[int, Npu] = {}
-        self._spaces: dict[int, _SpaceInfo] = {}
+        self._spaces: dict[int, SpaceInfo] = {}
         self._next_asid = 0
         self._free_asids: list[int] = []  # ids of destroyed address spaces, reused lowest first
         self._ids: dict[tuple[int, Resource], tuple[int, set[int]]] = {}
@@ -312,189 +271,14 @@ class Driver:
         return records
 
     # -- memory ------------------------------------------------------------------------------
-    @serialised
-    def space_create(self, dev: int) -> int:
-        """A new device virtual address space (one per context); returns its id."""
-        self._npu(dev)
-        if self._free_asids:
-            asid = heapq.heappop(self._free_asids)
-        elif self._next_asid < MAX_ADDRESS_SPACES:
-            asid = self._next_asid
-            self._next_asid += 1
-        else:
-            raise DriverError(207005, f"no free address space (limit {MAX_ADDRESS_SPACES} live contexts)")
-        space = AddressSpace(asid, dev)
-        self._spaces[asid] = _SpaceInfo(space, VaAllocator(space.base, space.limit), {})
-        self.fabric.add(space)
-        return asid
 
-    @serialised
-    def space_destroy(self, asid: int) -> None:
-        """Drop an address space and free its physical memory."""
-        info = self._spaces.pop(asid, None)
-        if info is None:
-            return
-        npu = self._devices.get(info.space.device_id)
-        for handle in info.chunks.values():
-            if npu is not None:
-                npu.hbm.free(handle)
-        self.fabric.remove(asid)
-        heapq.heappush(self._free_asids, asid)
 
-    def _space(self, asid: int) -> _SpaceInfo:
-        try:
-            return self._spaces[asid]
-        except KeyError:
-            raise DriverError(107002, f"address space {asid} does not exist") from None
-
-    @serialised
-    def mem_alloc(self, asid: int, size: int, valid: int, huge: bool) -> int:
-        """Physical pages + a VA range + the mapping, in one call; returns the VA."""
-        info = self._space(asid)
-        handle = self.mem_physical_alloc(info.space.device_id, size, huge)
-        chunk = self._npu(info.space.device_id).hbm.chunk(handle)
-        va = self._reserve(info, chunk.size, chunk.page_size, 0)
-        info.space.map(va, chunk, 0, chunk.size, valid)
-        info.chunks[va] = handle
-        return va
-
-    @serialised
-    def mem_free(self, asid: int, va: int) -> int:
-        """Free what mem_alloc made; returns the valid bytes. DriverError 107017 if va is unknown."""
-        info = self._space(asid)
-        handle = info.chunks.pop(va, None)
-        if handle is None:
-            raise DriverError(107017, f"0x{va:x} is not the start of an allocation in this context")
-        mapping = info.space.unmap(va)
-        info.va.release(va)
-        self._npu(info.space.device_id).hbm.free(handle)
-        return mapping.valid
-
-    @serialised
-    def mem_physical_alloc(self, dev: int, size: int, huge: bool) -> int:
-        """Physical pages only; returns a handle. DriverError 207001 when HBM is full."""
-        try:
-            chunk = self._npu(dev).hbm.allocate(size, HUGE_PAGE if huge else NORMAL_PAGE)
-        except OutOfDeviceMemory as exc:
-            raise DriverError(207001, f"device {dev} out of memory: {exc}") from None
-        return chunk.handle
-
-    @serialised
-    def mem_physical_free(self, dev: int, handle: int) -> None:
-        """Free physical pages by handle."""
-        try:
-            self._npu(dev).hbm.free(handle)
-        except KeyError:
-            raise DriverError(107017, f"physical handle {handle} does not exist") from None
-
-    @serialised
-    def mem_reserve(self, asid: int, size: int, alignment: int, expect: int) -> int:
-        """Reserve a VA range without memory behind it."""
-        return self._reserve(self._space(asid), size, max(alignment, NORMAL_PAGE), expect)
-
-    def _reserve(self, info: _SpaceInfo, size: int, alignment: int, expect: int) -> int:
-        try:
-            return info.va.reserve(size, alignment, expect)
-        except AddressRangeError as exc:
-            raise DriverError(207001, str(exc)) from None
-
-    @serialised
-    def mem_release(self, asid: int, va: int) -> None:
-        """Release a reserved VA range."""
-        try:
-            self._space(asid).va.release(va)
-        except AddressRangeError as exc:
-            raise DriverError(107017, str(exc)) from None
-
-    @serialised
-    def mem_map(self, asid: int, va: int, size: int, offset: int, handle: int) -> None:
-        """Map physical pages behind part of a reservation."""
-        info = self._space(asid)
-        try:
-            chunk = self._npu(info.space.device_id).hbm.chunk(handle)
-            if offset + size > chunk.size:
-                raise DriverError(107000, f"map of {size} bytes at offset {offset} exceeds handle of {chunk.size}")
-            info.space.map(va, chunk, offset, size, size)
-        except (KeyError, ValueError) as exc:
-            raise DriverError(107000, f"cannot map 0x{va:x}: {exc}") from None
-
-    @serialised
-    def mem_unmap(self, asid: int, va: int) -> None:
-        """Remove a mapping made by mem_map."""
-        try:
-            self._space(asid).space.unmap(va)
-        except KeyError:
-            raise DriverError(107017, f"nothing is mapped at 0x{va:x}") from None
-
-    def mem_info(self, dev: int) -> tuple[int, int, int, int]:
-        """(free, total, huge used, normal used) bytes of HBM."""
-        hbm = self._npu(dev).hbm
-        return hbm.capacity - hbm.used, hbm.capacity, hbm.used_huge, hbm.used_normal
-
-    def mem_owner(self, address: int) -> tuple[int, int] | None:
-        """(device, asid) whose allocation holds address, or None."""
-        space = self.fabric.owner(address)
-        if space is None or space.mapping_at(address) is None:
-            return None
-        return space.device_id, space.asid
-
-    def mem_extent(self, address: int) -> tuple[int, int, int, int] | None:
-        """(device, asid, start, valid bytes) of the mapped run holding address, or None.
-
-        The run is the allocation, or back-to-back mappings of a reserved range (VMM)."""
-        space = self.fabric.owner(address)
-        mapping = space.mapping_at(address) if space is not None else None
-        if space is None or mapping is None:
-            return None
-        if mapping.blocks is not None:  # a pooled segment: the pool's block is the allocation
-            block = mapping.block_containing(address)
-            start, size = block if block is not None else (address, 0)
-            return space.device_id, space.asid, start, size
-        return space.device_id, space.asid, mapping.va, space.contiguous_end(address) - mapping.va
-
-    def mem_annotate(self, asid: int, address: int, size: int) -> None:
-        """A caching pool handed out a block: the MMU checks accesses against the pool's blocks."""
-        try:
-            self._space(asid).space.annotate(address, size)
-        except KeyError:
-            raise DriverError(107000, f"0x{address:x} is not inside a mapping of address space {asid}") from None
-
-    def mem_write(self, asid: int, va: int, data: bytes) -> None:
-        """Write bytes into device memory from the host (argument areas, small uploads)."""
-        parts = self._device_parts(asid, va, len(data), "write")
-        copy_parts([memoryview(data).cast("B")], parts)  # type: ignore[list-item]
-
-    def memcpy(self, asid: int, dst: int, src: int, count: int, kind: int) -> int:
-        """Synchronous copy through SDMA; returns its modelled duration (ns)."""
-        if kind == MEMCPY_HOST_TO_HOST:
-            copy_parts([host_array(src, count)], [host_array(dst, count)])
-            return count // 10  # host memcpy at about 10 GB/s
-        source = (
-            [host_array(src, count)] if kind == MEMCPY_HOST_TO_DEVICE else self._device_parts(asid, src, count, "read")
-        )
-        target = (
-            [host_array(dst, count)] if kind == MEMCPY_DEVICE_TO_HOST else self._device_parts(asid, dst, count, "write")
-        )
-        copy_parts(source, target)
-        chip = self.settings.chip
-        gbps = chip.pcie_bandwidth_gbps if kind != MEMCPY_DEVICE_TO_DEVICE else chip.hbm_bandwidth_gbps / 2
-        return self.settings.device_costs.copy_latency_ns + int(count / gbps)
-
-    def memset(self, asid: int, dst: int, value: int, count: int) -> int:
-        """Synchronous memset of device memory; returns its modelled duration (ns)."""
-        for part in self._device_parts(asid, dst, count, "write"):
-            part[...] = value
-        return self.settings.device_costs.copy_latency_ns + int(count / self.settings.chip.hbm_bandwidth_gbps)
-
-    def mem_read(self, asid: int, va: int, count: int) -> bytes:
-        """Read device memory (dump and debugging tools)."""
-        parts = self._device_parts(asid, va, count, "read")
-        return b"".join(part.tobytes() for part in parts)
-
-    def _device_parts(self, asid: int, address: int, count: int, kind: str) -> list:
-        info = self._space(asid)
-        try:
-            space = self.fabric.resolve(address, asid, info.space.device_id, kind, count)
-            return space.segments(address, count, kind)
-        except DeviceFault as fault:
-            raise DriverError(107000, str(fault)) from None
+__all__ = [
+    "MEMCPY_DEVICE_TO_DEVICE",
+    "MEMCPY_DEVICE_TO_HOST",
+    "MEMCPY_HOST_TO_DEVICE",
+    "MEMCPY_HOST_TO_HOST",
+    "Driver",
+    "DriverError",
+    "Resource",
+]
