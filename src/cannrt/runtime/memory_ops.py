@@ -150,17 +150,21 @@ def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
     return free, total
 
 
-def _is_device(ctx: Context, address: int) -> bool:
-    return ctx.runtime.driver.mem_owner(address) is not None
+Extent = tuple[int, int, int, int] | None  # (device, asid, start, valid bytes); None: host memory
 
 
-def resolve_kind(ctx: Context, dst: int, src: int, kind: int) -> MemcpyKind:
+def _locate(ctx: Context, address: int) -> Extent:
+    """Where a pointer points: the device allocation holding it, or None for host memory."""
+    return ctx.runtime.driver.mem_extent(address)
+
+
+def resolve_kind(kind: int, src: Extent, dst: Extent) -> MemcpyKind:
     """Check a copy's pointers against its kind (DEFAULT infers it); RT_PARAM_INVALID otherwise."""
     try:
         kind = MemcpyKind(kind)
     except ValueError:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memcpy kind {kind}") from None
-    src_dev, dst_dev = _is_device(ctx, src), _is_device(ctx, dst)
+    src_dev, dst_dev = src is not None, dst is not None
     if src_dev and dst_dev:
         inferred = MemcpyKind.DEVICE_TO_DEVICE
     elif src_dev:
@@ -193,9 +197,21 @@ def check_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int) -> No
 
 
 def check_device_range(ctx: Context, address: int, count: int, role: str) -> None:
-    """The whole range must lie in one allocation of this context or of a peer device."""
-    extent = ctx.runtime.driver.mem_extent(address)
+    """A device range must lie in one allocation of this context or of a peer device."""
+    _check_range(ctx, address, count, role, _locate(ctx, address), write=False)
+
+
+def _check_range(ctx: Context, address: int, count: int, role: str, extent: Extent, write: bool) -> None:
+    """Device memory: inside one allocation of this context or a peer; host memory: mapped
+    (readable, and writable for a destination). RT_PARAM_INVALID with the numbers otherwise."""
     if extent is None:
+        if count == 0:
+            return
+        ok = host_check.writable(address, count) if write else host_check.readable(address, count)
+        if not ok:
+            access = "writable" if write else "readable"
+            message = f"{role} host range 0x{address:x}+{count} is not {access} memory"
+            raise CannError(ErrorCode.RT_PARAM_INVALID, message)
         return
     device, asid, start, valid = extent
     if device == ctx.device_id and asid != ctx.asid:
@@ -216,32 +232,22 @@ def check_device_range(ctx: Context, address: int, count: int, role: str) -> Non
         )
 
 
+def _checked_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> MemcpyKind:
+    """Every check of a copy, each pointer located once; returns the resolved kind."""
+    check_copy(ctx, dst, dst_max, src, count)
+    src_extent, dst_extent = _locate(ctx, src), _locate(ctx, dst)
+    resolved = resolve_kind(kind, src_extent, dst_extent)
+    _check_range(ctx, src, count, "src", src_extent, write=False)
+    _check_range(ctx, dst, count, "dst", dst_extent, write=True)
+    return resolved
+
+
 @api_call("aclrtMemcpy")
-def check_host_range(ctx: Context, address: int, count: int, role: str, write: bool) -> None:
-    """A host pointer must be readable (and writable for a destination): else RT_PARAM_INVALID."""
-    if ctx.runtime.driver.mem_owner(address) is not None or count == 0:
-        return
-    ok = host_check.writable(address, count) if write else host_check.readable(address, count)
-    if not ok:
-        access = "writable" if write else "readable"
-        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{role} host range 0x{address:x}+{count} is not {access} memory")
-
-
-def check_ranges(ctx: Context, dst: int, src: int, count: int) -> None:
-    """Device ranges inside their allocations, host ranges mapped (read src, write dst)."""
-    check_device_range(ctx, src, count, "src")
-    check_device_range(ctx, dst, count, "dst")
-    check_host_range(ctx, src, count, "src", write=False)
-    check_host_range(ctx, dst, count, "dst", write=True)
-
-
 def memcpy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> None:
     """Synchronous copy (aclrtMemcpy)."""
-    check_copy(ctx, dst, dst_max, src, count)
-    resolved = resolve_kind(ctx, dst, src, kind)
+    resolved = _checked_copy(ctx, dst, dst_max, src, count, kind)
     if count == 0:
         return
-    check_ranges(ctx, dst, src, count)
     try:
         duration = ctx.runtime.driver.memcpy(ctx.asid, dst, src, count, resolved)
     except DriverError as exc:
@@ -263,9 +269,7 @@ def check_stream(ctx: Context, stream: Stream) -> None:
 def memcpy_async(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int, stream: Stream) -> None:
     """Asynchronous copy on a stream (aclrtMemcpyAsync): an SDMA task."""
     check_stream(ctx, stream)
-    check_copy(ctx, dst, dst_max, src, count)
-    resolved = resolve_kind(ctx, dst, src, kind)
-    check_ranges(ctx, dst, src, count)
+    resolved = _checked_copy(ctx, dst, dst_max, src, count, kind)
     stream.submit_sdma(SdmaOp.COPY, resolved, src, dst, count)
 
 
@@ -277,11 +281,9 @@ def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream:
     check_copy(ctx, dst, dst_max, dst, count)
     if not 0 <= value <= 255:
         value &= 0xFF
-    device = _is_device(ctx, dst)
-    if device:
-        check_device_range(ctx, dst, count, "dst")
-    else:
-        check_host_range(ctx, dst, count, "dst", write=True)
+    extent = _locate(ctx, dst)
+    _check_range(ctx, dst, count, "dst", extent, write=True)
+    device = extent is not None
     if stream is not None:
         stream.submit_sdma(SdmaOp.MEMSET, 3 if device else 0, 0, dst, count, value)
     elif device:
