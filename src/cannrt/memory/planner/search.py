@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from cannrt.memory.planner import skyline
+from cannrt.memory.planner import canonical, skyline
 from cannrt.memory.planner.buffers import (
     Arrays,
     IntArray,
@@ -37,6 +37,10 @@ SKYLINE_SLICE_MAX = 1.5
 INFER_MAX = 600
 """Above this many buffers the skyline runs without its quadratic inference (resnet50: 0.2 s vs > 1.5 s)."""
 PARALLEL_MIN_SECONDS = 2.0
+CANONICAL_MAX = 5000
+"""Above this many buffers the canonical search is skipped (its tables grow with overlaps)."""
+CANONICAL_SLICE = 0.5
+"""Share of the time limit for the canonical search before the rest of the portfolio."""
 """Above this many (buffer, section) memberships the model is too big to pay off."""
 
 
@@ -94,7 +98,8 @@ def improve(
     """Best packing found before `deadline` (monotonic clock), never worse than `start`.
 
     Stops early at a packing with peak <= `target`. Every returned packing is validated.
-    The portfolio: the skyline branch and bound (short, in process), then the skyline run as a
+    The portfolio: the canonical branch and bound (half the time), the skyline branch and bound
+    (short, in process), then the skyline run as a
     greedy when the target was not met, then — sharing the two cores — the branch and bound in
     a child process against CP-SAT.
     """
@@ -117,12 +122,24 @@ def improve(
     def remaining() -> float:
         return deadline - time.monotonic()
 
-    exact = False
+    refuted = False  # the target is proven infeasible
+    optimal = False  # the best peak is proven minimal
+    # 0. the canonical branch and bound (compiled; its first use in a process may compile it,
+    # which does not count against the time limit)
+    if len(arrays) <= CANONICAL_MAX and canonical.available() and canonical.fits_in_memory(arrays):
+        if not canonical.compiled():
+            deadline += canonical.warm_up()
+        found = canonical.search(arrays, target, time.monotonic() + remaining() * CANONICAL_SLICE)
+        refuted = found.exhausted
+        if offer(found.offsets, "canonical"):
+            return _finish(start, arrays, best, solver, bound, optimal)
     # 1. skyline branch and bound at the target, a short slice in process
     slice_end = time.monotonic() + min(max(remaining() * SKYLINE_SLICE, 0.0), SKYLINE_SLICE_MAX)
-    first = skyline.search(arrays, target, slice_end, order="size", infer=len(arrays) <= INFER_MAX)
-    exact = first.exhausted and first.offsets is None  # the target is infeasible
-    if not offer(first.offsets, "skyline") and not exact and remaining() > 0:
+    if not refuted:
+        first = skyline.search(arrays, target, slice_end, order="size", infer=len(arrays) <= INFER_MAX)
+        refuted = first.exhausted and first.offsets is None
+        offer(first.offsets, "skyline")
+    if best.peak > target and not refuted and remaining() > 0:
         # 2. the skyline as a greedy (first leaf, no useful bound) when the target was missed
         # on large graphs the size order never beat the area order (S_1: +2.4 % vs +0.18 %)
         orders = ("area",) if len(arrays) > LARGE_GRAPH else ("area", "size")
@@ -135,16 +152,20 @@ def improve(
     if best.peak > target and remaining() > 0 and available():
         sections = maximal_sections(arrays)
         if sections is not None:
-            optimal = _portfolio(arrays, sections, best, bound, target, deadline, progress, offer, exact)
-            exact = exact or optimal
+            optimal = _portfolio(arrays, sections, best, bound, target, deadline, progress, offer, refuted)
+    return _finish(start, arrays, best, solver, bound, optimal)
+
+
+def _finish(start: Packing, arrays: Arrays, best: _Best, solver: str, bound: int, optimal: bool) -> Packing:
+    """The better of `start` and the best packing found, validated."""
     if best.peak >= start.peak:
-        return replace(start, optimal=exact and best.peak == start.peak)
+        return replace(start, optimal=optimal and best.peak == start.peak)
     offsets = tuple(int(x) for x in best.offsets)
     try:
         validate(start.buffers, offsets)
     except InvalidPackingError:  # pragma: no cover - a solver bug must never leak out
         return start
-    return Packing(start.buffers, offsets, solver=solver, optimal=best.peak <= bound or exact)
+    return Packing(start.buffers, offsets, solver=solver, optimal=best.peak <= bound or optimal)
 
 
 def _leaf_nodes(arrays: Arrays) -> int:
