@@ -139,14 +139,14 @@ def search(
             break
         lvl += more
     second = last - (1 << lvl)
-    levels = int(lvl.max()) + 1
-    table = np.zeros((levels, S), np.int64)
-    cover = np.zeros((k, S), bool)
-    for i in range(k):
-        cover[i, first_l[i] : last_l[i]] = True
     # with alignment the effective-floor inference and the transposition table are not proven
     # sound (offsets round up), so they are switched off; the plain search stays complete
     lookahead = infer and not has_align
+    levels = int(lvl.max()) + 1 if lookahead else 1
+    table = np.zeros((levels, S), np.int64)
+    cover = np.zeros((k if lookahead else 0, S), bool)  # k x S: only with the inference
+    for i in range(cover.shape[0]):
+        cover[i, first_l[i] : last_l[i]] = True
     window = k > 2000
     by_first = np.argsort(first, kind="stable")
     first_sorted = first[by_first]
