@@ -60,6 +60,15 @@ class Kernel:
 
 _REGISTRY: dict[str, Kernel] = {}
 _LOCK = threading.Lock()
+LAUNCH_GENERATION = [0]
+"""Bumped whenever a cached launch could send something different: a kernel registered or
+replaced, or dump settings changed (see invalidate_launches)."""
+
+
+def invalidate_launches() -> None:
+    """Drop every prepared launch (the runtime's per-stream launchers check the generation)."""
+    with _LOCK:
+        LAUNCH_GENERATION[0] += 1
 
 
 def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
@@ -68,6 +77,7 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
         if kernel.name in _REGISTRY and not replace:
             raise ValueError(f"kernel {kernel.name!r} is already registered")
         _REGISTRY[kernel.name] = kernel
+        LAUNCH_GENERATION[0] += 1
     return kernel
 
 

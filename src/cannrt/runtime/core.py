@@ -16,7 +16,8 @@ from cannrt.device.descriptors import DUMP, DescriptorError, ParamValue, TensorA
 from cannrt.driver.hal import Driver, DriverError
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
-from cannrt.kernels.registry import Kernel, current_kernel
+from cannrt.kernels.registry import LAUNCH_GENERATION as LAUNCH_GENERATION
+from cannrt.kernels.registry import Kernel, current_kernel, invalidate_launches
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
 from cannrt.runtime.host_memory import HostAllocations
@@ -81,8 +82,18 @@ class Runtime:
         self._lock = threading.RLock()
         self.exception_callback: Callable[[ExceptionInfo], object] | None = None
         self.api_records: list[ApiRecord] | None = None  # host API calls while a profiler collects
-        self.dump_config: DumpConfig | None = None  # set while tensors are being dumped
+        self._dump_config: DumpConfig | None = None
         self.closed = False
+
+    @property
+    def dump_config(self) -> DumpConfig | None:
+        """The dump running now (None if none)."""
+        return self._dump_config
+
+    @dump_config.setter
+    def dump_config(self, config: DumpConfig | None) -> None:
+        self._dump_config = config
+        invalidate_launches()  # prepared launches would skip the dump flag
 
     # -- host clock --------------------------------------------------------------------------
     def host_cost(self, ns: int) -> None:
@@ -227,8 +238,13 @@ class Runtime:
             params = pack_params(tuple(args)) if args else b""
         except (KernelArgumentError, DescriptorError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
-        if self.dump_config is None:
-            return stream.submit_kernel(pc, core_kind, block_dim, params)
+        if self._dump_config is None:
+            if args:
+                return stream.submit_kernel(pc, core_kind, block_dim, params)
+            generation = LAUNCH_GENERATION[0]
+            position = stream.submit_kernel(pc, core_kind, block_dim, b"")
+            stream.launchers[name] = (block_dim, generation, stream.kernel_launcher(pc, core_kind, block_dim))
+            return position
         return self._launch_dumped(stream, name, op_name, pc, core_kind, block_dim, params)
 
     def _launch_dumped(

@@ -41,6 +41,8 @@ def poll_cost(call_ns: int, streak: int) -> int:
 
 _KERNEL = int(SqeType.KERNEL)
 _pack_kernel = KERNEL_SQE.pack
+_TASK_ID_AT = 6  # byte offset of the 16-bit task id in every SQE header
+_TASK_ID_BYTES = tuple(i.to_bytes(2, "little") for i in range(1 << 16))
 
 
 class Stream:
@@ -69,6 +71,8 @@ class Stream:
         self.depth = runtime.settings.chip.sq_depth
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
         self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
+        # name -> (block_dim, launch generation, launcher) of parameterless kernels launched before
+        self.launchers: dict[str, tuple[int, int, Callable[[], int]]] = {}
         self.tail = 0  # tasks submitted (monotonic)
         self._submit_lock = threading.Lock()  # one producer at a time: task ids, argument slots, ring
         self.destroyed = False
@@ -102,6 +106,7 @@ class Stream:
     def request_all_reports(self, enabled: bool) -> None:
         """Ask the device for a completion report of every task (profiling) or only of failures."""
         self.sqe_flags = WR_CQE if enabled else 0
+        self.launchers.clear()  # they carry the old flags
 
     def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes, flags: int = 0) -> int:
         """Send a kernel SQE (and its parameter block); returns the task position."""
@@ -118,6 +123,26 @@ class Stream:
             self._clock.now_ns += self._launch_ns
             self.tail = self._send(sqe, param_va, params) + 1
         return position
+
+    def kernel_launcher(self, pc: int, core_kind: int, block_dim: int) -> Callable[[], int]:
+        """submit_kernel for one parameterless launch shape, the SQE packed in advance but for
+        its task id (the runtime's fast path for repeated launches; returns the position)."""
+        sqe = _pack_kernel(_KERNEL, self.sqe_flags, block_dim, self.stream_id, 0, 0, 0, 0, core_kind, 0, pc, 0)
+        prefix, suffix = sqe[:_TASK_ID_AT], sqe[_TASK_ID_AT + 2 :]
+        task_ids = _TASK_ID_BYTES
+        context, lock, clock, send = self.context, self._submit_lock, self._clock, self._send
+        launch_ns = self._launch_ns
+
+        def launch() -> int:
+            if self.destroyed or context.sticky_code:
+                self.check_usable()
+            with lock:
+                position = self.tail
+                clock.now_ns += launch_ns
+                self.tail = send(prefix + task_ids[position & 0xFFFF] + suffix, 0, b"") + 1
+            return position
+
+        return launch
 
     def _param_area(self) -> int:
         if not self._param_base:
