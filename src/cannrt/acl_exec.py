@@ -45,14 +45,28 @@ def install_acl_alias() -> None:
         sys.modules[f"acl.{name}"] = getattr(facade, name)
 
 
-def install_acl_shim() -> None:
-    """Put a temporary `acl` package on PYTHONPATH, so that Python processes the program starts
-    (multiprocessing with spawn, subprocesses) import cannrt.acl as `acl` too; removed at exit."""
-    directory = tempfile.mkdtemp(prefix="cannrt-acl-")
+SHIM_ENV = "CANNRT_ACL_SHIM"
+"""Set by `cannrt exec` to the shim directory it made (and removes) for the child."""
+
+
+def write_shim(directory: str) -> None:
+    """Write the `acl` package that imports cannrt.acl into directory."""
     os.makedirs(os.path.join(directory, "acl"))
     with open(os.path.join(directory, "acl", "__init__.py"), "w", encoding="utf-8") as handle:
         handle.write(SHIM)
+
+
+def install_acl_shim() -> None:
+    """Put a temporary `acl` package on PYTHONPATH, so that Python processes the program starts
+    (multiprocessing with spawn, subprocesses) import cannrt.acl as `acl` too. Under `cannrt
+    exec` the parent made it (and removes it even if the program is killed); run directly, this
+    process makes one and removes it at exit."""
+    if os.environ.get(SHIM_ENV):
+        return
+    directory = tempfile.mkdtemp(prefix="cannrt-acl-")
+    write_shim(directory)
     atexit.register(shutil.rmtree, directory, True)
+    os.environ[SHIM_ENV] = directory
     previous = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = directory if not previous else os.pathsep.join([directory, previous])
     sys.path.append(directory)  # multiprocessing's spawn hands sys.path to its children
@@ -83,10 +97,16 @@ def run(script: str, args: Sequence[str]) -> int:
         print(f"cannrt exec: can't open file {script!r}: no such file", file=sys.stderr)
         return EXIT_NO_SCRIPT
     command = [sys.executable, "-m", "cannrt.acl_exec", script, *args]
-    try:
-        completed = subprocess.run(command, check=False)
-    except KeyboardInterrupt:
-        return 130
+    with tempfile.TemporaryDirectory(prefix="cannrt-acl-") as directory:
+        write_shim(directory)
+        env = dict(os.environ)
+        env[SHIM_ENV] = directory
+        previous = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = directory if not previous else os.pathsep.join([directory, previous])
+        try:
+            completed = subprocess.run(command, check=False, env=env)
+        except KeyboardInterrupt:
+            return 130
     code = completed.returncode
     return 128 - code if code < 0 else code
 

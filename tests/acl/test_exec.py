@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -107,9 +108,16 @@ def test_an_uncaught_exception_exits_1_with_a_traceback_starting_at_the_program(
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_a_program_killed_by_a_signal_exits_128_plus_the_signal(tmp_path: Path) -> None:
+def test_a_program_killed_by_a_signal_exits_128_plus_the_signal_and_leaves_no_shim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     script = write(tmp_path, "killed.py", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    monkeypatch.setenv("TMPDIR", str(temp))  # the child's temporary files too
     assert acl_exec.run(str(script), []) == 128 + signal.SIGTERM
+    assert list(temp.iterdir()) == []
 
 
 def test_a_missing_program_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
