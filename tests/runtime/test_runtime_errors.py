@@ -179,3 +179,16 @@ def test_stop_on_error_only_affects_its_own_stream(npu: Npu) -> None:
         bystander.synchronize(timeout_ms=100)  # waits, then reports the context's sticky error
     assert info.value.code == FAULT
     assert npu.read(target, 64) == b"\x42" * 64
+
+
+def test_a_sticky_error_refuses_even_a_prepared_launch(npu: Npu) -> None:
+    from cannrt.api import Stream as ApiStream
+
+    faulty = Faulty(npu)
+    other = ApiStream._wrap(faulty.ctx.create_stream())
+    other.launch("nop")
+    other.launch("nop")  # the prepared path from here on
+    faulty.fault()
+    with pytest.raises(CannError) as info:
+        other.launch("nop")
+    assert info.value.code == FAULT

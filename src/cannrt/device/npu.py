@@ -28,7 +28,7 @@ from cannrt.device.descriptors import (
 from cannrt.device.executor import KERNEL_LOOKUP, Executor
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import DeviceFault, Hbm
-from cannrt.device.queues import CompletionQueue, SubmissionQueue
+from cannrt.device.queues import TASK_ID_AT, TASK_ID_BYTES, CompletionQueue, SubmissionQueue, TailRegister
 from cannrt.device.task import Task
 from cannrt.device.timeline import NEVER, Timeline
 from cannrt.kernels.registry import Kernel, get_kernel
@@ -168,6 +168,44 @@ class Npu:
             if self._host_waiters:
                 with self.lock:
                     self.lock.notify_all()
+            return position
+
+        return send
+
+    def sq_template_sender(
+        self, sq_id: int, template: bytes, host_ns: int, lock: threading.Lock, tail: TailRegister
+    ) -> Callable[[], int]:
+        """A sender of one SQE `template` with each task id filled in: under the producer's
+        lock it charges host_ns, writes the SQE, rings the doorbell and updates `tail` (the
+        runtime's fast path for repeated parameterless launches; returns the position)."""
+        sq = self.sqs[sq_id]
+        ring, arrivals, depth = sq.ring, sq.arrival_ns, sq.depth
+        clock, doorbells, executor = self.clock, self._doorbells, self.executor
+        prefix, suffix = template[:TASK_ID_AT], template[TASK_ID_AT + 2 :]
+        task_ids = TASK_ID_BYTES
+        acquire, release = lock.acquire, lock.release
+
+        def send() -> int:
+            acquire()
+            try:
+                position = sq.tail
+                if position - sq.fetched >= depth:
+                    self._wait_for_ring_space(sq, 1)
+                clock.now_ns += host_ns
+                slot = position % depth
+                ring[slot] = prefix + task_ids[position & 0xFFFF] + suffix
+                arrivals[slot] = clock.now_ns
+                sq.tail = tail.value = position + 1
+                doorbells.append(sq)
+                self.doorbell_count += 1
+                if executor.idle:
+                    executor.idle = False
+                    executor.wake.set()
+                if self._host_waiters:
+                    with self.lock:
+                        self.lock.notify_all()
+            finally:
+                release()
             return position
 
         return send

@@ -15,6 +15,19 @@ class QueueFull(Exception):
     """The ring has no free entry and the device did not drain it in time."""
 
 
+TASK_ID_AT = 6  # byte offset of the 16-bit task id in every SQE header
+TASK_ID_BYTES = tuple(i.to_bytes(2, "little") for i in range(1 << 16))
+
+
+class TailRegister:
+    """An SQ's tail as its producer sees it (the doorbell register of a user-mapped ring)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class SubmissionQueue:
     """A ring of 64-byte SQEs bound to one stream; head is the device's fetch position."""
 

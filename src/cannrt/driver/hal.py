@@ -15,6 +15,7 @@ from cannrt.device.clock import HostClock
 from cannrt.device.descriptors import DumpRecord, EventMode, ExceptionRecord, TaskRecord
 from cannrt.device.fabric import Fabric
 from cannrt.device.npu import DeviceHang, Npu
+from cannrt.device.queues import TailRegister as TailRegister
 from cannrt.driver.base import DriverError, SpaceInfo, serialised
 from cannrt.driver.memory_calls import (
     MEMCPY_DEVICE_TO_DEVICE,
@@ -157,6 +158,13 @@ class Driver(MemoryCalls):
         """Map an SQ into the caller: a function (sqe, param_va, params) -> position that writes
         one SQE (and its parameter block) and rings the doorbell, as a user-mapped ring would."""
         return self._npu(dev).sq_sender(sq_id)
+
+    def sq_template_sender(
+        self, dev: int, sq_id: int, template: bytes, host_ns: int, lock: threading.Lock, tail: TailRegister
+    ) -> Callable[[], int]:
+        """Map an SQ for one repeated SQE: a function () -> position that sends `template` with
+        the next task id, under the producer's `lock`, keeping `tail` up to date."""
+        return self._npu(dev).sq_template_sender(sq_id, template, host_ns, lock, tail)
 
     def sq_head(self, dev: int, sq_id: int) -> int:
         """Tasks of the SQ completed by now on the modelled timeline."""

@@ -127,6 +127,8 @@ class Context:
                 stream.error_code = cqe.error_code
             if not cqe.flags & DISCARDED_FLAG and not self.sticky_code:
                 self.sticky_code = cqe.error_code
+                for each in self.streams.values():
+                    each.launchers.clear()  # launches must see the sticky error now
                 self.sticky_message = self.error_report(stream) or f"device error {cqe.error_code}"
             if not cqe.flags & DISCARDED_FLAG:
                 self.runtime.report_exception(self, cqe)

@@ -16,7 +16,7 @@ from cannrt.device.descriptors import (
     WR_CQE,
     SqeType,
 )
-from cannrt.driver.hal import DriverError
+from cannrt.driver.hal import DriverError, TailRegister
 from cannrt.errors import CannError, CannTimeout, ErrorCode
 from cannrt.runtime.tracing import api_call
 
@@ -41,8 +41,6 @@ def poll_cost(call_ns: int, streak: int) -> int:
 
 _KERNEL = int(SqeType.KERNEL)
 _pack_kernel = KERNEL_SQE.pack
-_TASK_ID_AT = 6  # byte offset of the 16-bit task id in every SQE header
-_TASK_ID_BYTES = tuple(i.to_bytes(2, "little") for i in range(1 << 16))
 
 
 class Stream:
@@ -73,7 +71,7 @@ class Stream:
         self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
         # name -> (block_dim, launch generation, launcher) of parameterless kernels launched before
         self.launchers: dict[str, tuple[int, int, Callable[[], int]]] = {}
-        self.tail = 0  # tasks submitted (monotonic)
+        self._tail = TailRegister()  # tasks submitted (monotonic), shared with the mapped ring
         self._submit_lock = threading.Lock()  # one producer at a time: task ids, argument slots, ring
         self.destroyed = False
         self.stop_on_error = False
@@ -125,24 +123,22 @@ class Stream:
         return position
 
     def kernel_launcher(self, pc: int, core_kind: int, block_dim: int) -> Callable[[], int]:
-        """submit_kernel for one parameterless launch shape, the SQE packed in advance but for
-        its task id (the runtime's fast path for repeated launches; returns the position)."""
+        """submit_kernel for one parameterless launch shape: the SQE packed once, each call
+        sent with its task id by the mapped ring itself (the fast path for repeated launches;
+        returns the position). Destroying the stream or a sticky error drops the launchers."""
         sqe = _pack_kernel(_KERNEL, self.sqe_flags, block_dim, self.stream_id, 0, 0, 0, 0, core_kind, 0, pc, 0)
-        prefix, suffix = sqe[:_TASK_ID_AT], sqe[_TASK_ID_AT + 2 :]
-        task_ids = _TASK_ID_BYTES
-        context, lock, clock, send = self.context, self._submit_lock, self._clock, self._send
-        launch_ns = self._launch_ns
+        return self._driver.sq_template_sender(
+            self.device_id, self.sq_id, sqe, self._launch_ns, self._submit_lock, self._tail
+        )
 
-        def launch() -> int:
-            if self.destroyed or context.sticky_code:
-                self.check_usable()
-            with lock:
-                position = self.tail
-                clock.now_ns += launch_ns
-                self.tail = send(prefix + task_ids[position & 0xFFFF] + suffix, 0, b"") + 1
-            return position
+    @property
+    def tail(self) -> int:
+        """Tasks submitted so far (monotonic)."""
+        return self._tail.value
 
-        return launch
+    @tail.setter
+    def tail(self, value: int) -> None:
+        self._tail.value = value
 
     def _param_area(self) -> int:
         if not self._param_base:
@@ -252,6 +248,7 @@ class Stream:
         from cannrt.driver.hal import Resource
 
         self.destroyed = True
+        self.launchers.clear()
         self._driver.sq_free(self.device_id, self.sq_id, discard)
         self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
         if self._param_base:
