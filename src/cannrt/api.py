@@ -17,7 +17,6 @@ from cannrt.memory.lifetimes import Topology
 from cannrt.memory.static_pool import StaticPool
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
-from cannrt.runtime.core import LAUNCH_GENERATION as _LAUNCH_GENERATION
 from cannrt.runtime.core import get_runtime
 from cannrt.runtime.event import EVENT_SYNC, EVENT_TIME_LINE
 from cannrt.runtime.event import Event as RtEvent
@@ -137,11 +136,13 @@ class Stream:
     def __init__(self, device: Device | None = None, priority: int = 0, flags: int = 0) -> None:
         device = device or Device(0)
         self._rt = device.context.create_stream(priority, flags)
+        self._launchers = self._rt.launchers
 
     @classmethod
     def _wrap(cls, rt_stream: RtStream) -> Stream:
         wrapper = cls.__new__(cls)
         wrapper._rt = rt_stream
+        wrapper._launchers = rt_stream.launchers
         return wrapper
 
     def __repr__(self) -> str:
@@ -171,9 +172,12 @@ class Stream:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
         if not args:
-            prepared = self._rt.launchers.get(kernel)
-            if prepared is not None and prepared[0] == block_dim and prepared[1] == _LAUNCH_GENERATION[0]:
-                prepared[2]()  # the same parameterless launch as before: SQE packed in advance
+            try:
+                send = self._launchers[kernel if block_dim == 1 else (kernel, block_dim)]
+            except KeyError:
+                pass  # not prepared yet: the checked path below prepares it
+            else:
+                send()  # the same parameterless launch as before: its SQE was packed in advance
                 return
             self._rt.context.runtime.launch(self._rt, kernel, block_dim, (), name)
             return

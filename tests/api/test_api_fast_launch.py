@@ -3,6 +3,7 @@ change what the launch sends sends it back through the full, checked path."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -82,3 +83,24 @@ def test_a_destroyed_stream_refuses_a_prepared_launch(rt: Runtime) -> None:
         stream.launch("test_tick")
     assert info.value.code == ErrorCode.RT_INVALID_HANDLE
     assert LOG == ["a", "a"]
+
+
+def _kernel_timings(make_runtime: Callable[..., Runtime], prepared: bool) -> list[tuple[int, ...]]:
+    runtime = make_runtime()
+    device = Device(0)
+    stream = device.stream()
+    with cannrt.profile() as prof:
+        for block_dim in (1, 1, 2, 2, 1, 1, 1):
+            if prepared:
+                stream.launch("test_tick", block_dim=block_dim)
+            else:  # the checked path every time
+                runtime.launch(stream._rt, "test_tick", block_dim, ())
+                stream._rt.launchers.clear()
+        stream.synchronize()
+    return [(r.task_id, r.block_dim, r.arrival_ns, r.start_ns, r.end_ns, *r.cores) for r in prof.records]
+
+
+def test_prepared_launches_are_timed_exactly_like_checked_ones(make_runtime: Callable[..., Runtime]) -> None:
+    timings = _kernel_timings(make_runtime, True)
+    assert len(timings) == 7
+    assert timings == _kernel_timings(make_runtime, False)

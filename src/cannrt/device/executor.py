@@ -97,7 +97,7 @@ class Executor:
         """
         seen = -1
         while not self.stopping:
-            rung = self.npu.doorbell_count
+            rung = self.npu.submitted()
             if not (self.urgent or rung == seen):
                 seen = rung
                 self.wake.wait(QUIET_S)

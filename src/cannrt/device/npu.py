@@ -66,7 +66,6 @@ class Npu:
         self.cqs: dict[int, CompletionQueue] = {}
         self._sq_list: list[SubmissionQueue] = []
         self._doorbells: deque[SubmissionQueue] = deque()
-        self.doorbell_count = 0  # doorbells rung (monotonic); the worker watches it for quiet
         self.kernels: dict[int, Kernel] = {}
         self._kernel_pcs: dict[str, int] = {}
         self.exceptions: list[ExceptionRecord] = []
@@ -124,6 +123,10 @@ class Npu:
         """Bring up a completion queue."""
         self.cqs[cq_id] = CompletionQueue(cq_id)
 
+    def submitted(self) -> int:
+        """SQEs written into the open SQs so far: the worker watches it for a quiet host."""
+        return sum(sq.tail for sq in self._sq_list)
+
     def active_sqs(self) -> list[SubmissionQueue]:
         """SQs the worker visits (a snapshot)."""
         return self._sq_list
@@ -161,7 +164,6 @@ class Npu:
             arrivals[slot] = clock.now_ns
             sq.tail = position + 1
             doorbells.append(sq)
-            self.doorbell_count += 1
             if executor.idle:
                 executor.idle = False  # one wake per idle period, however long the burst
                 executor.wake.set()
@@ -191,13 +193,13 @@ class Npu:
                 position = sq.tail
                 if position - sq.fetched >= depth:
                     self._wait_for_ring_space(sq, 1)
-                clock.now_ns += host_ns
+                now = clock.now_ns + host_ns
+                clock.now_ns = now
                 slot = position % depth
                 ring[slot] = prefix + task_ids[position & 0xFFFF] + suffix
-                arrivals[slot] = clock.now_ns
+                arrivals[slot] = now
                 sq.tail = tail.value = position + 1
                 doorbells.append(sq)
-                self.doorbell_count += 1
                 if executor.idle:
                     executor.idle = False
                     executor.wake.set()

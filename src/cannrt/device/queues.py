@@ -31,6 +31,12 @@ class TailRegister:
 class SubmissionQueue:
     """A ring of 64-byte SQEs bound to one stream; head is the device's fetch position."""
 
+    __slots__ = (
+        "arrival_ns", "asid", "closed", "cq_id", "depth", "failed_code", "fetched", "model_busy",
+        "model_head", "model_queue", "priority", "real_queue", "ring", "sq_id", "stop_on_error",
+        "stream_id", "tail",
+    )  # fmt: skip
+
     def __init__(self, sq_id: int, depth: int, stream_id: int, asid: int, priority: int, cq_id: int) -> None:
         self.sq_id = sq_id
         self.depth = depth

@@ -7,6 +7,7 @@ users add their own kernels with `register_kernel` exactly as the built-ins are 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,14 +62,25 @@ class Kernel:
 _REGISTRY: dict[str, Kernel] = {}
 _LOCK = threading.Lock()
 LAUNCH_GENERATION = [0]
-"""Bumped whenever a cached launch could send something different: a kernel registered or
+"""Bumped whenever a prepared launch could send something different: a kernel registered or
 replaced, or dump settings changed (see invalidate_launches)."""
+_LAUNCH_TABLES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def track_launchers(owner: Any) -> None:
+    """Have invalidate_launches clear `owner.launchers` (a dict of prepared launches)."""
+    with _LOCK:
+        _LAUNCH_TABLES.add(owner)
 
 
 def invalidate_launches() -> None:
-    """Drop every prepared launch (the runtime's per-stream launchers check the generation)."""
+    """Drop every prepared launch: clear the tracked tables and bump the generation (a launch
+    being prepared meanwhile sees the new generation and discards itself)."""
     with _LOCK:
         LAUNCH_GENERATION[0] += 1
+        owners = list(_LAUNCH_TABLES)
+    for owner in owners:
+        owner.launchers.clear()
 
 
 def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
@@ -77,7 +89,7 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
         if kernel.name in _REGISTRY and not replace:
             raise ValueError(f"kernel {kernel.name!r} is already registered")
         _REGISTRY[kernel.name] = kernel
-        LAUNCH_GENERATION[0] += 1
+    invalidate_launches()
     return kernel
 
 

@@ -16,8 +16,7 @@ from cannrt.device.descriptors import DUMP, DescriptorError, ParamValue, TensorA
 from cannrt.driver.hal import Driver, DriverError
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
-from cannrt.kernels.registry import LAUNCH_GENERATION as LAUNCH_GENERATION
-from cannrt.kernels.registry import Kernel, current_kernel, invalidate_launches
+from cannrt.kernels.registry import LAUNCH_GENERATION, Kernel, current_kernel, invalidate_launches
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
 from cannrt.runtime.host_memory import HostAllocations
@@ -228,6 +227,7 @@ class Runtime:
         op_name names this launch in dumps (the graph's node name); the kernel name is its op type."""
         if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
+        generation = LAUNCH_GENERATION[0]
         entry = stream.kernel_cache.get(name)
         if entry is None or entry[0] is not _current_kernel(name):
             found, found_pc = self.kernel(stream.device_id, name)
@@ -241,9 +241,11 @@ class Runtime:
         if self._dump_config is None:
             if args:
                 return stream.submit_kernel(pc, core_kind, block_dim, params)
-            generation = LAUNCH_GENERATION[0]
             position = stream.submit_kernel(pc, core_kind, block_dim, b"")
-            stream.launchers[name] = (block_dim, generation, stream.kernel_launcher(pc, core_kind, block_dim))
+            key = name if block_dim == 1 else (name, block_dim)
+            stream.launchers[key] = stream.kernel_launcher(pc, core_kind, block_dim)
+            if LAUNCH_GENERATION[0] != generation:  # invalidated while this one was prepared
+                stream.launchers.pop(key, None)
             return position
         return self._launch_dumped(stream, name, op_name, pc, core_kind, block_dim, params)
 

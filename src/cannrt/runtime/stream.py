@@ -18,6 +18,7 @@ from cannrt.device.descriptors import (
 )
 from cannrt.driver.hal import DriverError, TailRegister
 from cannrt.errors import CannError, CannTimeout, ErrorCode
+from cannrt.kernels.registry import track_launchers
 from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
@@ -69,8 +70,11 @@ class Stream:
         self.depth = runtime.settings.chip.sq_depth
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
         self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
-        # name -> (block_dim, launch generation, launcher) of parameterless kernels launched before
-        self.launchers: dict[str, tuple[int, int, Callable[[], int]]] = {}
+        # prepared parameterless launches, by kernel name (block_dim 1) or (name, block_dim);
+        # cleared when kernels or dump settings change (the registry tracks this table), on
+        # destroy and on a sticky error
+        self.launchers: dict[str | tuple[str, int], Callable[[], int]] = {}
+        track_launchers(self)
         self._tail = TailRegister()  # tasks submitted (monotonic), shared with the mapped ring
         self._submit_lock = threading.Lock()  # one producer at a time: task ids, argument slots, ring
         self.destroyed = False
