@@ -228,9 +228,12 @@ class Npu:
         """Decode every SQE written since the last fetch (the TS reading its SQs)."""
         if not self._doorbells:
             return
+        doorbells = self._doorbells
         with self.lock:
-            while self._doorbells:
-                self._fetch(self._doorbells.popleft())
+            while doorbells:
+                sq = doorbells.popleft()
+                if sq.fetched < sq.tail:  # a burst rings once per SQE; the first fetch takes all
+                    self._fetch(sq)
 
     def _fetch(self, sq: SubmissionQueue) -> None:
         was_idle = not sq.model_queue
