@@ -228,12 +228,8 @@ class Npu:
         """Decode every SQE written since the last fetch (the TS reading its SQs)."""
         if not self._doorbells:
             return
-        doorbells = self._doorbells
         with self.lock:
-            while doorbells:
-                sq = doorbells.popleft()
-                if sq.fetched < sq.tail:  # a burst rings once per SQE; the first fetch takes all
-                    self._fetch(sq)
+            self._drain_doorbells()
 
     def _fetch(self, sq: SubmissionQueue) -> None:
         was_idle = not sq.model_queue
@@ -383,8 +379,11 @@ class Npu:
             self.timeline.advance(self.clock.now_ns)
 
     def _drain_doorbells(self) -> None:
-        while self._doorbells:
-            self._fetch(self._doorbells.popleft())
+        doorbells = self._doorbells
+        while doorbells:
+            sq = doorbells.popleft()
+            if sq.fetched < sq.tail:  # a burst rings once per SQE; the first fetch takes all
+                self._fetch(sq)
 
     def wait_until(self, done: Callable[[], bool], timeout_ns: int | None) -> bool:
         """A host wait: the timeline runs ahead until done() or the modelled deadline passes.
