@@ -43,6 +43,9 @@ _AICPU = int(SqeType.AICPU)
 _SDMA = int(SqeType.SDMA)
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
 _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
+_SLOT_WRITES = (int(SqeType.EVENT_RECORD), int(SqeType.WRITE_VALUE))
+_AIVEC = int(CoreKind.AIVEC)
+_AICORE = int(CoreKind.AICORE)
 
 
 def _task_name(sqe_type: int) -> str:
@@ -101,7 +104,11 @@ class Timeline:
         self.records: list[TaskRecord] | None = None
         self._plans: dict[tuple[object, ...], KernelPlan] = {}
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
-        self._cost_cache: dict[tuple[int, float, int], tuple[dict[float, PipeTimes], PipeTimes]] = {}
+        # (id(plan), L2 hit rate, active cores) -> (ns of each block, summed pipe times)
+        self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], PipeTimes]] = {}
+        self._dispatch_ns = self.costs.dispatch_ns
+        self._kernel_floor_ns = self.costs.kernel_floor_ns
+        self._block_launch_ns = self.costs.block_launch_ns
 
     # -- driving the clock -------------------------------------------------------------------
     def next_time(self) -> int:
@@ -239,19 +246,20 @@ class Timeline:
         return self.chip.hbm_bandwidth_gbps / 2  # read and write share HBM
 
     def _try_kernel(self, sq: SubmissionQueue, task: Task) -> None:
-        sqe = task.sqe
-        assert isinstance(sqe, KernelSqe)
-        heap = self.core_heaps[CoreKind.AIVEC if sqe.core_kind == CoreKind.AIVEC else CoreKind.AICORE]
-        if heap[0][0] > self.now:
+        sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
+        heap = self.core_heaps[_AIVEC if sqe.core_kind == _AIVEC else _AICORE]
+        now = self.now
+        if heap[0][0] > now:
             self._park_for_resources(sq, heap[0][0])
             return
-        start = self.now + self.costs.dispatch_ns
+        start = now + self._dispatch_ns
         end, cores, pipes, hit = self._place_blocks(task, sqe, heap, start)
         task.cores = cores
         task.aux = (pipes, hit)
         if task.fault is not None:
             task.fault.core_id = cores[0]
-        self._start(sq, task, max(end, start + self.costs.kernel_floor_ns))
+        floor = start + self._kernel_floor_ns
+        self._start(sq, task, end if end > floor else floor)
 
     def _place_blocks(
         self, task: Task, sqe: KernelSqe, heap: list[tuple[int, int]], start: int
@@ -260,9 +268,12 @@ class Timeline:
         kernel = task.kernel
         if kernel is None or task.status:
             return start, (heap[0][1],), None, 0.0
-        plan = self._plan(task, kernel, max(1, sqe.block_dim))
+        block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
+        plan = self._plans.get((kernel.name, task.args, block_dim)) or self._plan(task, kernel, block_dim)
         hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
-        active = min(len(plan.fractions), len(heap))
+        active = len(plan.fractions)
+        if active > len(heap):
+            active = len(heap)
         key = (id(plan), hit, active)
         cached = self._cost_cache.get(key)
         if cached is None:
@@ -270,16 +281,17 @@ class Timeline:
             sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
             if len(self._cost_cache) > 4096:
                 self._cost_cache.clear()
-            cached = self._cost_cache[key] = (costs, sums)
-        costs, sums = cached
+            block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
+            cached = self._cost_cache[key] = (block_ns, sums)
+        block_ns, sums = cached
         used: list[int] = []
         end = start
-        launch_ns = self.costs.block_launch_ns
+        launch_ns = self._block_launch_ns
         spans: list[tuple[int, int, int]] | None = [] if self.records is not None else None
-        for fraction in plan.fractions:
+        for ns in block_ns:
             free_at, core = heap[0]
             at = free_at if free_at > start else start
-            finish = at + int(costs[fraction].total_ns) + (launch_ns if at > start else 0)
+            finish = at + ns + (launch_ns if at > start else 0)
             heapq.heapreplace(heap, (finish, core))
             if finish > end:
                 end = finish
@@ -318,9 +330,8 @@ class Timeline:
         sq.model_busy = False
         sq.model_head = task.position + 1
         sqe = task.sqe
-        if not task.discarded and sqe.sqe_type in (SqeType.EVENT_RECORD, SqeType.WRITE_VALUE):
-            assert isinstance(sqe, EventSqe)
-            self._write_slot(sqe)
+        if sqe.sqe_type in _SLOT_WRITES and not task.discarded:
+            self._write_slot(sqe)  # type: ignore[arg-type]  # an EventSqe
         if not sq.closed:
             self._ready.add(sq)
             if task.status or sqe.flags & WR_CQE:
