@@ -117,18 +117,22 @@ class Timeline:
 
     def advance(self, bound: int, until: Callable[[], bool] | None = None) -> bool:
         """Process instants up to bound; stop early once `until` holds. Returns until's value."""
+        heap = self._heap
+        ready = self._ready
         while True:
-            self._dispatch()
+            if ready:
+                self._dispatch()
             if until is not None and until():
                 return True
-            if not self._heap or self._heap[0][0] > bound:
+            if not heap or heap[0][0] > bound:
                 return False
-            heap = self._heap
             now = self.now = heap[0][0]
             while heap and heap[0][0] == now:
                 _, kind, _, item = heapq.heappop(heap)
                 if kind == COMPLETE:
                     self._complete(item)  # type: ignore[arg-type]
+                elif kind == ARRIVE:
+                    ready.add(item)  # type: ignore[arg-type]
                 else:
                     self._handle(kind, item)
 
@@ -165,10 +169,12 @@ class Timeline:
         ready = self._ready
         while ready:
             if len(ready) == 1:
-                order: list[SubmissionQueue] | tuple[SubmissionQueue, ...] = (ready.pop(),)
-            else:
-                order = sorted(ready, key=_dispatch_order)
-                ready.clear()
+                sq = ready.pop()
+                if not sq.model_busy and sq.model_queue and not sq.closed:
+                    self._try_head(sq)
+                continue
+            order = sorted(ready, key=_dispatch_order)
+            ready.clear()
             for sq in order:
                 if not sq.model_busy and sq.model_queue and not sq.closed:
                     self._try_head(sq)
@@ -176,7 +182,8 @@ class Timeline:
     def _try_head(self, sq: SubmissionQueue) -> None:
         task = sq.model_queue[0]
         if task.arrival_ns > self.now:
-            self._push(task.arrival_ns, ARRIVE, sq)
+            self._seq += 1
+            heapq.heappush(self._heap, (task.arrival_ns, ARRIVE, self._seq, sq))
             return
         kind = task.sqe.sqe_type
         if kind == _EVENT_WAIT and not (task.real_done and task.discarded):
