@@ -106,6 +106,8 @@ class Timeline:
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
         # (id(plan), L2 hit rate, active cores) -> (ns of each block, summed pipe times)
         self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], PipeTimes]] = {}
+        # launches that touch no memory (costs independent of the L2): (name, args, blockDim) -> costs
+        self._memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], PipeTimes]] = {}
         self._dispatch_ns = self.costs.dispatch_ns
         self._kernel_floor_ns = self.costs.kernel_floor_ns
         self._block_launch_ns = self.costs.block_launch_ns
@@ -276,25 +278,25 @@ class Timeline:
         if kernel is None or task.status:
             return start, (heap[0][1],), None, 0.0
         block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
-        plan = self._plans.get((kernel.name, task.args, block_dim)) or self._plan(task, kernel, block_dim)
-        hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
-        active = len(plan.fractions)
-        if active > len(heap):
-            active = len(heap)
-        key = (id(plan), hit, active)
-        cached = self._cost_cache.get(key)
-        if cached is None:
-            costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
-            sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
-            if len(self._cost_cache) > 4096:
-                self._cost_cache.clear()
-            block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
-            cached = self._cost_cache[key] = (block_ns, sums)
-        block_ns, sums = cached
+        key = (kernel.name, task.args, block_dim)
+        fixed = self._memoryless.get(key)
+        if fixed is not None:  # touches no memory: its cost does not depend on the L2 state
+            block_ns, sums = fixed
+            hit = 0.0
+        else:
+            block_ns, sums, hit = self._block_costs(task, kernel, key, len(heap))
+        launch_ns = self._block_launch_ns
+        tracing = self.records is not None
+        if len(block_ns) == 1:
+            free_at, core = heap[0]
+            at = free_at if free_at > start else start
+            finish = at + block_ns[0] + (launch_ns if at > start else 0)
+            heapq.heapreplace(heap, (finish, core))
+            task.blocks = ((core, at, finish),) if tracing else ()
+            return finish, (core,), sums, hit
         used: list[int] = []
         end = start
-        launch_ns = self._block_launch_ns
-        spans: list[tuple[int, int, int]] | None = [] if self.records is not None else None
+        spans: list[tuple[int, int, int]] = []
         for ns in block_ns:
             free_at, core = heap[0]
             at = free_at if free_at > start else start
@@ -304,10 +306,31 @@ class Timeline:
                 end = finish
             if core not in used:
                 used.append(core)
-            if spans is not None:
+            if tracing:
                 spans.append((core, at, finish))
-        task.blocks = tuple(spans) if spans else ()
+        task.blocks = tuple(spans)
         return end, tuple(used), sums, hit
+
+    def _block_costs(
+        self, task: Task, kernel: Kernel, key: tuple[object, ...], cores: int
+    ) -> tuple[tuple[int, ...], PipeTimes, float]:
+        """Nanoseconds of each block, summed pipe times and the L2 hit rate of one launch."""
+        plan = self._plans.get(key) or self._plan(task, kernel, key[2])  # type: ignore[arg-type]
+        touches = bool(plan.reads or plan.writes)
+        hit = self.l2.access(plan.reads, plan.writes) if touches else 0.0
+        active = min(len(plan.fractions), cores)
+        cost_key = (id(plan), hit, active)
+        cached = self._cost_cache.get(cost_key)
+        if cached is None:
+            costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
+            sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
+            if len(self._cost_cache) > 4096:
+                self._cost_cache.clear()
+            block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
+            cached = self._cost_cache[cost_key] = (block_ns, sums)
+        if not touches:
+            self._memoryless[key] = cached
+        return cached[0], cached[1], hit
 
     def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
         """Work, block split and touched ranges of a launch (cached by kernel, arguments, blockDim)."""
@@ -324,6 +347,7 @@ class Timeline:
             if len(self._plans) > 4096:
                 self._plans.clear()
                 self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
+                self._memoryless.clear()
             self._plans[key] = plan
         return plan
 
