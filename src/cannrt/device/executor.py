@@ -40,6 +40,9 @@ SYS_DMA = 507013
 KERNEL_LOOKUP = 507027
 TASK_TYPE_NOT_SUPPORT = 507009
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
+_KERNEL_TYPES = (int(SqeType.KERNEL), int(SqeType.AICPU))
+_SDMA = int(SqeType.SDMA)
+_PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_TYPES = (int(SqeType.EVENT_RECORD), int(SqeType.EVENT_WAIT), int(SqeType.WRITE_VALUE))
 DUMP_INPUTS = 1
 DUMP_OUTPUTS = 2
@@ -155,11 +158,11 @@ class Executor:
     def _execute(self, task: Task) -> None:
         sqe = task.sqe
         kind = sqe.sqe_type
-        if kind in (SqeType.KERNEL, SqeType.AICPU):
+        if kind in _KERNEL_TYPES:
             self._run_kernel(task)
-        elif kind == SqeType.SDMA:
+        elif kind == _SDMA:
             self._run_sdma(task)
-        elif kind == SqeType.PLACE_HOLDER:
+        elif kind == _PLACE_HOLDER:
             assert isinstance(sqe, CallbackSqe)
             if sqe.block:
                 self.blocked_sqs[task.sq.sq_id] = task
@@ -174,24 +177,26 @@ class Executor:
         self.wake.set()
 
     def _run_kernel(self, task: Task) -> None:
-        sqe = task.sqe
-        assert isinstance(sqe, KernelSqe)
+        sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
         kernel = task.kernel
         if kernel is None:
             self._fail(task, KERNEL_LOOKUP, ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
             return
-        space = self.npu.fabric.space(task.sq.asid)
+        args = task.args
+        space = self.npu.fabric.space(task.sq.asid) if args else None  # a kernel without arguments needs none
         values: list[object] = []
         scatter: list[tuple[np.ndarray, list[np.ndarray]]] = []  # outputs gathered over mappings
         try:
-            for index, arg in enumerate(task.args):
+            for index, arg in enumerate(args):
                 if isinstance(arg, TensorArg):
+                    assert space is not None
                     values.append(self._tensor_view(space, arg, index in kernel.outputs, scatter))
                 else:
                     values.append(arg)
         except DeviceFault as fault:
             bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
             self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, bits, str(fault), index)
+            assert space is not None
             self._exception_dump(task, space)
             return
         dumping = sqe.flags & DUMP and self.npu.dump_mode
@@ -209,7 +214,7 @@ class Executor:
                 copy_parts([gathered.reshape(-1).view(np.uint8)], parts)
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
             self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
-            self._exception_dump(task, space)
+            self._exception_dump(task, space or self.npu.fabric.space(task.sq.asid))
             return
         if dumping and task.dump is not None and self.npu.dump_mode & DUMP_OUTPUTS:
             self._capture(task.dump, task.args, values, kernel.outputs, "output")
