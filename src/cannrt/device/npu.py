@@ -232,14 +232,19 @@ class Npu:
             self._drain_doorbells()
 
     def _fetch(self, sq: SubmissionQueue) -> None:
-        was_idle = not sq.model_queue
-        while sq.fetched < sq.tail:
-            slot = sq.fetched % sq.depth
-            task = self._decode(sq, sq.fetched, sq.ring[slot], sq.arrival_ns[slot])
-            sq.fetched += 1
-            sq.real_queue.append(task)
-            sq.model_queue.append(task)
-        if was_idle and sq.model_queue:
+        model_queue = sq.model_queue
+        was_idle = not model_queue
+        ring, arrivals, depth, decode = sq.ring, sq.arrival_ns, sq.depth, self._decode
+        to_run, to_model = sq.real_queue.append, model_queue.append
+        position, tail = sq.fetched, sq.tail
+        while position < tail:
+            slot = position % depth
+            task = decode(sq, position, ring[slot], arrivals[slot])
+            position += 1
+            sq.fetched = position
+            to_run(task)
+            to_model(task)
+        if was_idle and model_queue:
             self.timeline.on_fetched(sq)
 
     def _decode(self, sq: SubmissionQueue, position: int, raw: bytes, arrival: int) -> Task:
@@ -250,15 +255,14 @@ class Npu:
             task.status = TASK_TYPE_NOT_SUPPORT
             return task
         task = Task(sq, position, sqe, raw, arrival)
-        if isinstance(sqe, KernelSqe):
-            self._prefetch_kernel(task, sqe)
+        if sqe.__class__ is KernelSqe:
+            kernel = task.kernel = self.kernels.get(sqe.pc)
+            if kernel is not None and sqe.param_size:
+                self._prefetch_params(task, sqe)
         return task
 
-    def _prefetch_kernel(self, task: Task, sqe: KernelSqe) -> None:
-        """Resolve the PC and read the parameter block (the SQE's prefetch)."""
-        task.kernel = self.kernels.get(sqe.pc)
-        if task.kernel is None or not sqe.param_size:
-            return
+    def _prefetch_params(self, task: Task, sqe: KernelSqe) -> None:
+        """Read the parameter block (the SQE's prefetch)."""
         try:
             space = self.fabric.space(task.sq.asid)
             block = space.view(sqe.param, sqe.param_size, "read").tobytes()
