@@ -33,6 +33,7 @@ from cannrt.dtypes import numpy_dtype
 if TYPE_CHECKING:
     from cannrt.device.npu import Npu
     from cannrt.device.queues import SubmissionQueue
+    from cannrt.kernels.registry import Kernel
 
 AICORE_EXCEPTION = 507015
 VECTOR_CORE_EXCEPTION = 507035
@@ -183,7 +184,10 @@ class Executor:
             self._fail(task, KERNEL_LOOKUP, ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
             return
         args = task.args
-        space = self.npu.fabric.space(task.sq.asid) if args else None  # a kernel without arguments needs none
+        if not args and not sqe.flags & DUMP:  # nothing to map, gather or capture
+            self._compute_bare(task, kernel, sqe)
+            return
+        space = self.npu.fabric.space(task.sq.asid) if args else None
         values: list[object] = []
         scatter: list[tuple[np.ndarray, list[np.ndarray]]] = []  # outputs gathered over mappings
         try:
@@ -218,6 +222,14 @@ class Executor:
             return
         if dumping and task.dump is not None and self.npu.dump_mode & DUMP_OUTPUTS:
             self._capture(task.dump, task.args, values, kernel.outputs, "output")
+
+    def _compute_bare(self, task: Task, kernel: Kernel, sqe: KernelSqe) -> None:
+        """Run a kernel that takes no arguments (and is not dumped)."""
+        try:
+            kernel.compute()
+        except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
+            self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
+            self._exception_dump(task, self.npu.fabric.space(task.sq.asid))
 
     def _new_dump(self, task: Task, kernel_name: str, exception: bool = False) -> DumpRecord:
         sqe = task.sqe
