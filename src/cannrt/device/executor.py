@@ -124,15 +124,17 @@ class Executor:
     def _drain(self, sq: SubmissionQueue) -> bool:
         """Run the head tasks of one SQ while they are runnable; True if any ran."""
         queue = sq.real_queue
+        blocked = self.blocked_sqs
+        run = self._run
         ran = False
         while queue:
-            if sq.sq_id in self.blocked_sqs:
+            if blocked and sq.sq_id in blocked:
                 break
             task = queue[0]
-            if not self._runnable(task):
+            if task.sqe.sqe_type == _EVENT_WAIT and not self._runnable(task):
                 break
             queue.popleft()
-            self._run(task)
+            run(task)
             ran = True
         return ran
 

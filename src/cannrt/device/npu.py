@@ -48,6 +48,10 @@ def _ran(task: Task) -> bool:
     return task.real_done
 
 
+_PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
+_EVENT_WAIT = int(SqeType.EVENT_WAIT)
+
+
 class DeviceHang(Exception):
     """A real wait exceeded the wall-clock watchdog."""
 
@@ -276,12 +280,12 @@ class Npu:
         """The worker finished a task for real."""
         task.real_done = True
         kind = task.sqe.sqe_type
-        if kind == SqeType.PLACE_HOLDER:
+        if kind == _PLACE_HOLDER:
             with self.lock:
                 self.timeline.callback_finished(task)
                 self.lock.notify_all()
             return
-        if task.discarded and kind == SqeType.EVENT_WAIT:
+        if task.discarded and kind == _EVENT_WAIT:
             with self.lock:
                 self.timeline.recheck(task.sq)
         if task is self._awaited:
