@@ -38,6 +38,9 @@ COMPLETE = 0  # completions first at an instant, so freed resources serve dispat
 ARRIVE = 1
 RESOURCE = 2
 NEVER = 1 << 62
+ARRIVAL_JUMP = True
+"""A lone SQ whose head arrives later, with nothing else pending, moves the clock there at once
+instead of through an ARRIVE event (same decisions; tests compare both)."""
 _KERNEL = int(SqeType.KERNEL)
 _AICPU = int(SqeType.AICPU)
 _SDMA = int(SqeType.SDMA)
@@ -109,6 +112,7 @@ class Timeline:
         # launches that touch no memory (costs independent of the L2): (name, args, blockDim) -> costs
         self._memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], PipeTimes]] = {}
         self._dispatch_ns = self.costs.dispatch_ns
+        self._bound = 0  # of the advance in progress
         self._kernel_floor_ns = self.costs.kernel_floor_ns
         self._block_launch_ns = self.costs.block_launch_ns
 
@@ -121,6 +125,7 @@ class Timeline:
         """Process instants up to bound; stop early once `until` holds. Returns until's value."""
         heap = self._heap
         ready = self._ready
+        self._bound = bound
         while True:
             if ready:
                 self._dispatch()
@@ -173,7 +178,7 @@ class Timeline:
             if len(ready) == 1:
                 sq = ready.pop()
                 if not sq.model_busy and sq.model_queue and not sq.closed:
-                    self._try_head(sq)
+                    self._try_head(sq, True)
                 continue
             order = sorted(ready, key=_dispatch_order)
             ready.clear()
@@ -181,12 +186,18 @@ class Timeline:
                 if not sq.model_busy and sq.model_queue and not sq.closed:
                     self._try_head(sq)
 
-    def _try_head(self, sq: SubmissionQueue) -> None:
+    def _try_head(self, sq: SubmissionQueue, lone: bool = False) -> None:
+        """Dispatch the SQ's head task if it can start now. `lone`: no other SQ is being
+        dispatched at this instant."""
         task = sq.model_queue[0]
         if task.arrival_ns > self.now:
-            self._seq += 1
-            heapq.heappush(self._heap, (task.arrival_ns, ARRIVE, self._seq, sq))
-            return
+            if not (lone and ARRIVAL_JUMP) or self._heap or self._ready or task.arrival_ns > self._bound:
+                self._seq += 1
+                heapq.heappush(self._heap, (task.arrival_ns, ARRIVE, self._seq, sq))
+                return
+            # nothing else is pending before the arrival: move there at once (what popping an
+            # ARRIVE event with nothing beside it would do)
+            self.now = task.arrival_ns
         kind = task.sqe.sqe_type
         if kind == _EVENT_WAIT and not (task.real_done and task.discarded):
             self._try_wait(sq, task)
