@@ -110,7 +110,8 @@ class Timeline:
         # (id(plan), L2 hit rate, active cores) -> (ns of each block, summed pipe times)
         self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], PipeTimes]] = {}
         # launches that touch no memory (costs independent of the L2): (name, args, blockDim) -> costs
-        self._memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], PipeTimes]] = {}
+        self._memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[PipeTimes, float]]] = {}
+        self._one_core = {core: (core,) for heap in self.core_heaps.values() for _, core in heap}
         self._dispatch_ns = self.costs.dispatch_ns
         self._bound = 0  # of the advance in progress
         self._kernel_floor_ns = self.costs.kernel_floor_ns
@@ -273,29 +274,27 @@ class Timeline:
             self._park_for_resources(sq, heap[0][0])
             return
         start = now + self._dispatch_ns
-        end, cores, pipes, hit = self._place_blocks(task, sqe, heap, start)
-        task.cores = cores
-        task.aux = (pipes, hit)
+        end = self._place_blocks(task, sqe, heap, start)
         if task.fault is not None:
-            task.fault.core_id = cores[0]
+            task.fault.core_id = task.cores[0]
         floor = start + self._kernel_floor_ns
         self._start(sq, task, end if end > floor else floor)
 
-    def _place_blocks(
-        self, task: Task, sqe: KernelSqe, heap: list[tuple[int, int]], start: int
-    ) -> tuple[int, tuple[int, ...], PipeTimes | None, float]:
-        """Blocks onto least-loaded cores (earliest free, then lowest id); returns end and usage."""
+    def _place_blocks(self, task: Task, sqe: KernelSqe, heap: list[tuple[int, int]], start: int) -> int:
+        """Blocks onto least-loaded cores (earliest free, then lowest id); returns the end and
+        sets the task's cores and (pipe times, L2 hit rate)."""
         kernel = task.kernel
         if kernel is None or task.status:
-            return start, (heap[0][1],), None, 0.0
+            task.cores = (heap[0][1],)
+            task.aux = (None, 0.0)
+            return start
         block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
         key = (kernel.name, task.args, block_dim)
         fixed = self._memoryless.get(key)
         if fixed is not None:  # touches no memory: its cost does not depend on the L2 state
-            block_ns, sums = fixed
-            hit = 0.0
+            block_ns, task.aux = fixed
         else:
-            block_ns, sums, hit = self._block_costs(task, kernel, key, len(heap))
+            block_ns, task.aux = self._block_costs(task, kernel, key, len(heap))
         launch_ns = self._block_launch_ns
         tracing = self.records is not None
         if len(block_ns) == 1:
@@ -304,7 +303,8 @@ class Timeline:
             finish = at + block_ns[0] + (launch_ns if at > start else 0)
             heapq.heapreplace(heap, (finish, core))
             task.blocks = ((core, at, finish),) if tracing else ()
-            return finish, (core,), sums, hit
+            task.cores = self._one_core[core]
+            return finish
         used: list[int] = []
         end = start
         spans: list[tuple[int, int, int]] = []
@@ -320,12 +320,13 @@ class Timeline:
             if tracing:
                 spans.append((core, at, finish))
         task.blocks = tuple(spans)
-        return end, tuple(used), sums, hit
+        task.cores = tuple(used)
+        return end
 
     def _block_costs(
         self, task: Task, kernel: Kernel, key: tuple[object, ...], cores: int
-    ) -> tuple[tuple[int, ...], PipeTimes, float]:
-        """Nanoseconds of each block, summed pipe times and the L2 hit rate of one launch."""
+    ) -> tuple[tuple[int, ...], tuple[PipeTimes, float]]:
+        """Nanoseconds of each block, and (summed pipe times, L2 hit rate), of one launch."""
         plan = self._plans.get(key) or self._plan(task, kernel, key[2])  # type: ignore[arg-type]
         touches = bool(plan.reads or plan.writes)
         hit = self.l2.access(plan.reads, plan.writes) if touches else 0.0
@@ -339,9 +340,10 @@ class Timeline:
                 self._cost_cache.clear()
             block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
             cached = self._cost_cache[cost_key] = (block_ns, sums)
+        aux = (cached[1], hit)
         if not touches:
-            self._memoryless[key] = cached
-        return cached[0], cached[1], hit
+            self._memoryless[key] = (cached[0], aux)
+        return cached[0], aux
 
     def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
         """Work, block split and touched ranges of a launch (cached by kernel, arguments, blockDim)."""
