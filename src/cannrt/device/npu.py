@@ -167,7 +167,9 @@ class Npu:
             ring[slot] = sqe
             arrivals[slot] = clock.now_ns
             sq.tail = position + 1
-            doorbells.append(sq)
+            if not sq.rung:  # one doorbell entry per SQ until the device fetches it
+                sq.rung = True
+                doorbells.append(sq)
             if executor.idle:
                 executor.idle = False  # one wake per idle period, however long the burst
                 executor.wake.set()
@@ -203,7 +205,9 @@ class Npu:
                 ring[slot] = prefix + task_ids[position & 0xFFFF] + suffix
                 arrivals[slot] = now
                 sq.tail = tail.value = position + 1
-                doorbells.append(sq)
+                if not sq.rung:
+                    sq.rung = True
+                    doorbells.append(sq)
                 if executor.idle:
                     executor.idle = False
                     executor.wake.set()
@@ -390,8 +394,8 @@ class Npu:
         doorbells = self._doorbells
         while doorbells:
             sq = doorbells.popleft()
-            if sq.fetched < sq.tail:  # a burst rings once per SQE; the first fetch takes all
-                self._fetch(sq)
+            sq.rung = False  # before reading the tail: a later write rings again
+            self._fetch(sq)
 
     def wait_until(self, done: Callable[[], bool], timeout_ns: int | None) -> bool:
         """A host wait: the timeline runs ahead until done() or the modelled deadline passes.

@@ -33,8 +33,8 @@ class SubmissionQueue:
 
     __slots__ = (
         "arrival_ns", "asid", "closed", "cq_id", "depth", "failed_code", "fetched", "model_busy",
-        "model_head", "model_queue", "priority", "real_queue", "ring", "sq_id", "stop_on_error",
-        "stream_id", "tail",
+        "model_head", "model_queue", "priority", "real_queue", "ring", "rung", "sq_id",
+        "stop_on_error", "stream_id", "tail",
     )  # fmt: skip
 
     def __init__(self, sq_id: int, depth: int, stream_id: int, asid: int, priority: int, cq_id: int) -> None:
@@ -49,6 +49,7 @@ class SubmissionQueue:
         self.arrival_ns = [0] * depth  # doorbell time of each entry
         self.tail = 0  # host: entries written (monotonic)
         self.fetched = 0  # device: entries decoded (monotonic)
+        self.rung = False  # in the device's doorbell list, not fetched yet
         # device-side state (guarded by the device lock)
         self.real_queue: deque[Task] = deque()  # fetched, not yet executed for real
         self.model_queue: deque[Task] = deque()  # fetched, not yet dispatched on the timeline
