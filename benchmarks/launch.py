@@ -22,6 +22,7 @@ GOAL_LAUNCH_RATIO = 1.7
 GOAL_TASKS_PER_S = 200_000
 GOAL_MATMUL_OVERHEAD = 0.05
 LAUNCH_ROUNDS = 200
+E2E_RUNS = 20
 
 
 def numpy_add_us(calls: int) -> float:
@@ -87,7 +88,8 @@ def main() -> None:
     rounds = [(numpy_add_us(1000), launch_us(stream, 1000)) for _ in range(LAUNCH_ROUNDS)]
     base = min(r[0] for r in rounds)
     launch = min(r[1] for r in rounds)
-    rate = max(end_to_end_tasks_per_s(stream, options.tasks) for _ in range(options.repeats))
+    # many runs: the best is the one least disturbed by other load (each is ~0.1 s)
+    rate = max(end_to_end_tasks_per_s(stream, options.tasks) for _ in range(E2E_RUNS))
     pairs = [matmul_times(device, stream, options.edge) for _ in range(options.repeats)]
     direct = min(p[0] for p in pairs)
     ours = min(p[1] for p in pairs)
