@@ -239,7 +239,7 @@ class Executor:
         return DumpRecord(
             self.npu.device_id,
             sqe.stream_id,
-            sqe.task_id,
+            task.task_id,
             task.sq.sq_id,
             kernel_name,
             scalars=scalars,

@@ -256,17 +256,28 @@ class Npu:
             self.timeline.on_fetched(sq)
 
     def _decode(self, sq: SubmissionQueue, position: int, raw: bytes, arrival: int) -> Task:
+        template = sq.template
+        if template is not None and raw.startswith(template[0]) and raw.endswith(template[1]):
+            # the same parameterless kernel SQE as the last one but for its task id: share it
+            sqe = template[2]
+            task = Task(sq, position, sqe, raw, arrival, raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
+            task.kernel = self.kernels.get(sqe.pc)
+            return task
         try:
-            sqe = decode_sqe(raw)
+            decoded = decode_sqe(raw)
         except DescriptorError:
-            task = Task(sq, position, decode_header(raw), raw, arrival)  # type: ignore[arg-type]
+            header = decode_header(raw)
+            task = Task(sq, position, header, raw, arrival, header[4])  # type: ignore[arg-type]
             task.status = TASK_TYPE_NOT_SUPPORT
             return task
-        task = Task(sq, position, sqe, raw, arrival)
-        if sqe.__class__ is KernelSqe:
-            kernel = task.kernel = self.kernels.get(sqe.pc)
-            if kernel is not None and sqe.param_size:
-                self._prefetch_params(task, sqe)
+        task = Task(sq, position, decoded, raw, arrival, decoded.task_id)
+        if decoded.__class__ is KernelSqe:
+            kernel = task.kernel = self.kernels.get(decoded.pc)
+            if decoded.param_size:
+                if kernel is not None:
+                    self._prefetch_params(task, decoded)
+            else:
+                sq.template = (raw[:TASK_ID_AT], raw[TASK_ID_AT + 2 :], decoded)
         return task
 
     def _prefetch_params(self, task: Task, sqe: KernelSqe) -> None:
@@ -312,7 +323,7 @@ class Npu:
                 if time.monotonic() > deadline:
                     if patience_s is not None:
                         return False
-                    raise DeviceHang(f"task {task.sqe.task_id} on stream {task.sqe.stream_id} never finished")
+                    raise DeviceHang(f"task {task.task_id} on stream {task.sqe.stream_id} never finished")
         finally:
             self._awaited = None
         return True
@@ -325,7 +336,7 @@ class Npu:
         self._next_token += 1
         self._callback_tokens[token] = task
         if self.callback_sink is not None:
-            self.callback_sink(self.device_id, task.sq.sq_id, sqe.stream_id, sqe.task_id, sqe.callback_id, token)
+            self.callback_sink(self.device_id, task.sq.sq_id, sqe.stream_id, task.task_id, sqe.callback_id, token)
 
     def callback_done(self, token: int) -> None:
         """The host ran a callback's function."""
@@ -339,7 +350,7 @@ class Npu:
         flags = 1 if task.discarded else 0
         self.cqs[task.sq.cq_id].post(
             sqe.stream_id,
-            sqe.task_id,
+            task.task_id,
             task.status,
             error_type,
             sqe.sqe_type,
@@ -366,7 +377,7 @@ class Npu:
             serial=len(self.exceptions) + 1,
             device_id=self.device_id,
             stream_id=sqe.stream_id,
-            task_id=sqe.task_id,
+            task_id=task.task_id,
             sq_id=task.sq.sq_id,
             core_id=0,
             error_code=code,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import CQE
+from cannrt.device.descriptors import CQE, KernelSqe
 
 if TYPE_CHECKING:
     from cannrt.device.task import Task
@@ -34,7 +34,7 @@ class SubmissionQueue:
     __slots__ = (
         "arrival_ns", "asid", "closed", "cq_id", "depth", "failed_code", "fetched", "model_busy",
         "model_head", "model_queue", "priority", "real_queue", "ring", "rung", "sq_id",
-        "stop_on_error", "stream_id", "tail",
+        "stop_on_error", "stream_id", "tail", "template",
     )  # fmt: skip
 
     def __init__(self, sq_id: int, depth: int, stream_id: int, asid: int, priority: int, cq_id: int) -> None:
@@ -50,6 +50,8 @@ class SubmissionQueue:
         self.tail = 0  # host: entries written (monotonic)
         self.fetched = 0  # device: entries decoded (monotonic)
         self.rung = False  # in the device's doorbell list, not fetched yet
+        # the last parameterless kernel SQE decoded: (bytes before the task id, bytes after, SQE)
+        self.template: tuple[bytes, bytes, KernelSqe] | None = None
         # device-side state (guarded by the device lock)
         self.real_queue: deque[Task] = deque()  # fetched, not yet executed for real
         self.model_queue: deque[Task] = deque()  # fetched, not yet dispatched on the timeline

@@ -34,12 +34,17 @@ class Task:
         "sqe_bytes",
         "start_ns",
         "status",
+        "task_id",
     )
 
-    def __init__(self, sq: SubmissionQueue, position: int, sqe: Sqe, sqe_bytes: bytes, arrival_ns: int) -> None:
+    def __init__(
+        self, sq: SubmissionQueue, position: int, sqe: Sqe, sqe_bytes: bytes, arrival_ns: int, task_id: int
+    ) -> None:
         self.sq = sq
         self.position = position  # index in the SQ (monotonic); head becomes position + 1 on completion
+        # the decoded SQE may be shared by the tasks of one repeated template: its own id is here
         self.sqe = sqe
+        self.task_id = task_id
         self.sqe_bytes = sqe_bytes
         self.arrival_ns = arrival_ns
         self.kernel: Kernel | None = None

@@ -428,7 +428,7 @@ class Timeline:
         return TaskRecord(
             self.npu.device_id,
             sqe.stream_id,
-            sqe.task_id,
+            task.task_id,
             task.sq.sq_id,
             sqe.sqe_type,
             name,
