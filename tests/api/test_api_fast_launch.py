@@ -70,8 +70,12 @@ def test_a_dump_started_after_prepared_launches_still_sees_them(rt: Runtime, tmp
     with cannrt.dump(tmp_path) as result:
         stream.launch("test_tick")
         stream.launch("relu", x, y)
+        stream.launch("test_tick", name="second")
+        stream.launch("test_tick", name="third")
         stream.synchronize()
-    assert sorted(f.name.split(".")[1] for f in result.files) == ["relu", "test_tick"]
+    names = sorted((f.name.split(".")[1], int(f.name.split(".")[3])) for f in result.files)
+    assert [n for n, _ in names] == ["relu", "second", "test_tick", "third"]
+    assert sorted(task for _, task in names) == [2, 3, 4, 5]  # each dump names its own task
 
 
 def test_a_destroyed_stream_refuses_a_prepared_launch(rt: Runtime) -> None:
