@@ -129,7 +129,12 @@ class Timeline:
         self._bound = bound
         while True:
             if ready:
-                self._dispatch()
+                if len(ready) == 1:  # the common case, without a call: what _dispatch does
+                    sq = ready.pop()
+                    if not sq.model_busy and sq.model_queue and not sq.closed:
+                        self._try_head(sq, True)
+                if ready:
+                    self._dispatch()
             if until is not None and until():
                 return True
             if not heap or heap[0][0] > bound:
