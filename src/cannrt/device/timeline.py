@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from cannrt.device.descriptors import (
     WR_CQE,
@@ -23,11 +23,10 @@ from cannrt.device.descriptors import (
     SdmaSqe,
     SqeType,
     TaskRecord,
-    TensorArg,
 )
+from cannrt.device.kernel_costs import KernelCosts
 from cannrt.device.l2 import L2Model
-from cannrt.kernels.cost import PipeTimes, block_cost
-from cannrt.kernels.registry import Kernel, Work, tensor_nbytes
+from cannrt.device.records import task_record
 
 if TYPE_CHECKING:
     from cannrt.device.npu import Npu
@@ -51,13 +50,6 @@ _AIVEC = int(CoreKind.AIVEC)
 _AICORE = int(CoreKind.AICORE)
 
 
-def _task_name(sqe_type: int) -> str:
-    try:
-        return SqeType(sqe_type).name
-    except ValueError:
-        return f"SQE_TYPE_{sqe_type}"
-
-
 def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
     """Among SQs ready at one instant: more urgent priority first, then lower SQ id."""
     return (sq.priority, sq.sq_id)
@@ -65,19 +57,9 @@ def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
 
 MEMCPY_HOST_TO_DEVICE = 1
 MEMCPY_DEVICE_TO_HOST = 2
-MEMSET_KIND = -2  # TaskRecord.copy_kind of an SDMA memset
 # wall time the timeline waits at a callback's modelled end for the host to run it: within it the
 # callback completes exactly then (deterministic); past it, the callback is parked
 CALLBACK_PATIENCE_S = 1.0
-
-
-class KernelPlan(NamedTuple):
-    """What the scheduler needs of one launch shape: work, per-block fractions, touched ranges."""
-
-    work: Work
-    fractions: tuple[float, ...]
-    reads: list[tuple[int, int]]
-    writes: list[tuple[int, int]]
 
 
 class Timeline:
@@ -105,12 +87,9 @@ class Timeline:
         self._resource_wake = NEVER
         self.l2 = L2Model(self.chip.l2_bytes)
         self.records: list[TaskRecord] | None = None
-        self._plans: dict[tuple[object, ...], KernelPlan] = {}
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
-        # (id(plan), L2 hit rate, active cores) -> (ns of each block, summed pipe times)
-        self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], PipeTimes]] = {}
-        # launches that touch no memory (costs independent of the L2): (name, args, blockDim) -> costs
-        self._memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[PipeTimes, float]]] = {}
+        self._kernel_costs = KernelCosts(self.chip, self.l2)
+        self._memoryless = self._kernel_costs.memoryless
         self._one_core = {core: (core,) for heap in self.core_heaps.values() for _, core in heap}
         self._dispatch_ns = self.costs.dispatch_ns
         self._bound = 0  # of the advance in progress
@@ -299,7 +278,7 @@ class Timeline:
         if fixed is not None:  # touches no memory: its cost does not depend on the L2 state
             block_ns, task.aux = fixed
         else:
-            block_ns, task.aux = self._block_costs(task, kernel, key, len(heap))
+            block_ns, task.aux = self._kernel_costs.of(task, kernel, key, len(heap))
         launch_ns = self._block_launch_ns
         tracing = self.records is not None
         if len(block_ns) == 1:
@@ -328,47 +307,6 @@ class Timeline:
         task.cores = tuple(used)
         return end
 
-    def _block_costs(
-        self, task: Task, kernel: Kernel, key: tuple[object, ...], cores: int
-    ) -> tuple[tuple[int, ...], tuple[PipeTimes, float]]:
-        """Nanoseconds of each block, and (summed pipe times, L2 hit rate), of one launch."""
-        plan = self._plans.get(key) or self._plan(task, kernel, key[2])  # type: ignore[arg-type]
-        touches = bool(plan.reads or plan.writes)
-        hit = self.l2.access(plan.reads, plan.writes) if touches else 0.0
-        active = min(len(plan.fractions), cores)
-        cost_key = (id(plan), hit, active)
-        cached = self._cost_cache.get(cost_key)
-        if cached is None:
-            costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
-            sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
-            if len(self._cost_cache) > 4096:
-                self._cost_cache.clear()
-            block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
-            cached = self._cost_cache[cost_key] = (block_ns, sums)
-        aux = (cached[1], hit)
-        if not touches:
-            self._memoryless[key] = (cached[0], aux)
-        return cached[0], aux
-
-    def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
-        """Work, block split and touched ranges of a launch (cached by kernel, arguments, blockDim)."""
-        key = (kernel.name, task.args, block_dim)
-        plan = self._plans.get(key)
-        if plan is None:
-            work = kernel.work(task.args)
-            reads: list[tuple[int, int]] = []
-            writes: list[tuple[int, int]] = []
-            for index, arg in enumerate(task.args):
-                if isinstance(arg, TensorArg):
-                    (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
-            plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
-            if len(self._plans) > 4096:
-                self._plans.clear()
-                self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
-                self._memoryless.clear()
-            self._plans[key] = plan
-        return plan
-
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:
         sq = task.sq
@@ -386,7 +324,7 @@ class Timeline:
             if task.status or sqe.flags & WR_CQE:
                 self.npu.post_completion(task)
         if self.records is not None:
-            self.records.append(self._record(task))
+            self.records.append(task_record(self.npu.device_id, task))
         if task.dump is not None:
             task.dump.end_ns = task.end_ns
             task.dump.status = task.status
@@ -414,44 +352,3 @@ class Timeline:
         waiters = self._event_waiters.pop(sqe.event_id, None)
         if waiters:
             self._ready.update(waiters)
-
-    def _record(self, task: Task) -> TaskRecord:
-        sqe = task.sqe
-        pipes, hit = task.aux if task.aux else (None, 0.0)
-        read = written = 0
-        name = task.kernel.name if task.kernel is not None else _task_name(sqe.sqe_type)
-        work: Work | None = None
-        blocks = task.blocks
-        copy_kind = -1
-        if task.kernel is not None and not task.status:
-            work = task.kernel.work(task.args)
-            read, written = work.bytes_read, work.bytes_written
-        elif isinstance(sqe, SdmaSqe):
-            read = written = sqe.length
-            copy_kind = MEMSET_KIND if sqe.op == SdmaOp.MEMSET else sqe.kind
-            blocks = tuple((engine, task.start_ns, task.end_ns) for engine in task.cores)
-        return TaskRecord(
-            self.npu.device_id,
-            sqe.stream_id,
-            task.task_id,
-            task.sq.sq_id,
-            sqe.sqe_type,
-            name,
-            sqe.block_dim,
-            task.start_ns,
-            task.end_ns,
-            task.cores,
-            pipes,
-            hit,
-            read,
-            written,
-            task.status,
-            task.arrival_ns,
-            task.args,
-            task.kernel.outputs if task.kernel is not None else (),
-            work,
-            sqe.core_kind if isinstance(sqe, KernelSqe) else -1,
-            blocks,
-            copy_kind,
-            task.discarded,
-        )
