@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable
 
 from cannrt.config import Settings
+from cannrt.device import sq_mapping
 from cannrt.device.clock import HostClock
 from cannrt.device.descriptors import (
     SQE_BYTES,
@@ -28,7 +29,7 @@ from cannrt.device.descriptors import (
 from cannrt.device.executor import KERNEL_LOOKUP, Executor
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import DeviceFault, Hbm
-from cannrt.device.queues import TASK_ID_AT, TASK_ID_BYTES, CompletionQueue, SubmissionQueue, TailRegister
+from cannrt.device.queues import TASK_ID_AT, CompletionQueue, SubmissionQueue, TailRegister
 from cannrt.device.task import Task
 from cannrt.device.timeline import NEVER, Timeline
 from cannrt.kernels.registry import Kernel, get_kernel
@@ -69,7 +70,7 @@ class Npu:
         self.sqs: dict[int, SubmissionQueue] = {}
         self.cqs: dict[int, CompletionQueue] = {}
         self._sq_list: list[SubmissionQueue] = []
-        self._doorbells: deque[SubmissionQueue] = deque()
+        self.doorbells: deque[SubmissionQueue] = deque()
         self.kernels: dict[int, Kernel] = {}
         self._kernel_pcs: dict[str, int] = {}
         self.exceptions: list[ExceptionRecord] = []
@@ -80,7 +81,7 @@ class Npu:
         self._callback_tokens: dict[int, Task] = {}
         self._next_token = 1
         self._awaited: Task | None = None  # the task the timeline waits to see run for real
-        self._host_waiters = 0
+        self.host_waiters = 0
         self.timeline = Timeline(self)
         self.executor = Executor(self)
         self.executor.start()
@@ -145,82 +146,17 @@ class Npu:
         return position
 
     def sq_sender(self, sq_id: int) -> Callable[[bytes, int, bytes], int]:
-        """The user-space mapping of an SQ: a function that writes one SQE and rings the doorbell.
-
-        One producer at a time per SQ (the runtime serialises each stream's submissions)."""
-        sq = self.sqs[sq_id]
-        ring = sq.ring
-        arrivals = sq.arrival_ns
-        depth = sq.depth
-        clock = self.clock
-        doorbells = self._doorbells
-        executor = self.executor
-        space = self.fabric.space(sq.asid)
-
-        def send(sqe: bytes, param_va: int = 0, params: bytes = b"") -> int:
-            position = sq.tail
-            if position - sq.fetched >= depth:
-                self._wait_for_ring_space(sq, 1)
-            if params:
-                space.view(param_va, len(params), "write")[:] = memoryview(params)
-            slot = position % depth
-            ring[slot] = sqe
-            arrivals[slot] = clock.now_ns
-            sq.tail = position + 1
-            if not sq.rung:  # one doorbell entry per SQ until the device fetches it
-                sq.rung = True
-                doorbells.append(sq)
-            if executor.idle:
-                executor.idle = False  # one wake per idle period, however long the burst
-                executor.wake.set()
-            if self._host_waiters:
-                with self.lock:
-                    self.lock.notify_all()
-            return position
-
-        return send
+        """The user-space mapping of an SQ: a function that writes one SQE and rings the doorbell
+        (see sq_mapping.sq_sender)."""
+        return sq_mapping.sq_sender(self, self.sqs[sq_id])
 
     def sq_template_sender(
         self, sq_id: int, template: bytes, host_ns: int, lock: threading.Lock, tail: TailRegister
     ) -> Callable[[], int]:
-        """A sender of one SQE `template` with each task id filled in: under the producer's
-        lock it charges host_ns, writes the SQE, rings the doorbell and updates `tail` (the
-        runtime's fast path for repeated parameterless launches; returns the position)."""
-        sq = self.sqs[sq_id]
-        ring, arrivals, depth = sq.ring, sq.arrival_ns, sq.depth
-        clock, doorbells, executor = self.clock, self._doorbells, self.executor
-        prefix, suffix = template[:TASK_ID_AT], template[TASK_ID_AT + 2 :]
-        task_ids = TASK_ID_BYTES
-        acquire, release = lock.acquire, lock.release
+        """A sender of one repeated SQE `template` (see sq_mapping.sq_template_sender)."""
+        return sq_mapping.sq_template_sender(self, self.sqs[sq_id], template, host_ns, lock, tail)
 
-        def send() -> int:
-            acquire()
-            try:
-                position = sq.tail
-                if position - sq.fetched >= depth:
-                    self._wait_for_ring_space(sq, 1)
-                now = clock.now_ns + host_ns
-                clock.now_ns = now
-                slot = position % depth
-                ring[slot] = prefix + task_ids[position & 0xFFFF] + suffix
-                arrivals[slot] = now
-                sq.tail = tail.value = position + 1
-                if not sq.rung:
-                    sq.rung = True
-                    doorbells.append(sq)
-                if executor.idle:
-                    executor.idle = False
-                    executor.wake.set()
-                if self._host_waiters:
-                    with self.lock:
-                        self.lock.notify_all()
-            finally:
-                release()
-            return position
-
-        return send
-
-    def _wait_for_ring_space(self, sq: SubmissionQueue, count: int) -> None:
+    def wait_for_ring_space(self, sq: SubmissionQueue, count: int) -> None:
         self.executor.hurry()
         deadline = time.monotonic() + self.settings.watchdog_s
         while sq.tail + count - sq.fetched > sq.depth:
@@ -230,11 +166,11 @@ class Npu:
 
     def has_unfetched(self) -> bool:
         """True if a doorbell was rung since the last fetch."""
-        return bool(self._doorbells)
+        return bool(self.doorbells)
 
     def fetch_all(self) -> None:
         """Decode every SQE written since the last fetch (the TS reading its SQs)."""
-        if not self._doorbells:
+        if not self.doorbells:
             return
         with self.lock:
             self._drain_doorbells()
@@ -402,7 +338,7 @@ class Npu:
             self.timeline.advance(self.clock.now_ns)
 
     def _drain_doorbells(self) -> None:
-        doorbells = self._doorbells
+        doorbells = self.doorbells
         while doorbells:
             sq = doorbells.popleft()
             sq.rung = False  # before reading the tail: a later write rings again
@@ -417,11 +353,11 @@ class Npu:
         deadline = NEVER if timeout_ns is None or timeout_ns < 0 else start + timeout_ns
         wall_limit = time.monotonic() + self.settings.watchdog_s
         with self.lock:
-            self._host_waiters += 1
+            self.host_waiters += 1
             try:
                 return self._wait_locked(done, deadline, wall_limit)
             finally:
-                self._host_waiters -= 1
+                self.host_waiters -= 1
 
     def _wait_locked(self, done: Callable[[], bool], deadline: int, wall_limit: float) -> bool:
         while True:
@@ -438,7 +374,7 @@ class Npu:
                 grace = HOST_WORK_GRACE_S  # a host thread is running a callback: give it time
             else:
                 grace = STUCK_GRACE_S
-            if not self.lock.wait(grace) and not self._doorbells:
+            if not self.lock.wait(grace) and not self.doorbells:
                 if deadline != NEVER:
                     self.clock.move_to(deadline)
                     return False
