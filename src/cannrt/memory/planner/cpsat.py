@@ -1,0 +1,212 @@
+"""Exact search with CP-SAT (OR-Tools) over maximal cliques.
+
+Lifetimes are fixed, so two buffers conflict exactly when they share a time section; the buffers
+live in one maximal section must lie side by side in the address space. The model is one
+1-D no-overlap constraint per maximal section (strong propagation: each is a bin of the
+capacity), with the best packing so far as a hint. Without OR-Tools the other solvers stand.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cannrt.memory.planner.buffers import Arrays, IntArray
+
+Progress = Callable[[float, int], None]
+SEARCH_WORKERS = 2
+USE_NO_OVERLAP_2D = False
+LOWEST_FIRST = True
+MAX_CLIQUE_TERMS = 3_000_000
+"""Above this many (buffer, section) memberships the model is too big to pay off."""
+
+
+def available() -> bool:
+    """True when OR-Tools' CP-SAT can be imported."""
+    try:
+        import ortools.sat.python.cp_model  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def maximal_sections(arrays: Arrays, max_terms: int = MAX_CLIQUE_TERMS) -> list[IntArray] | None:
+    """Buffers live in each maximal time section (the maximal cliques of the conflict graph).
+
+    Section k = [times[k], times[k+1]) is maximal when a buffer starts at k (else its set is
+    inside section k-1's) and one ends at k+1 (else inside section k+1's). None when the
+    sections hold more than `max_terms` memberships in total.
+    """
+    live = np.flatnonzero(arrays.size > 0)
+    times = np.unique(np.concatenate([arrays.lower[live], arrays.upper[live]]))
+    first = np.searchsorted(times, arrays.lower[live])
+    last = np.searchsorted(times, arrays.upper[live])  # exclusive section index
+    delta = np.zeros(len(times) + 1, np.int64)
+    np.add.at(delta, first, 1)
+    np.add.at(delta, last, -1)
+    starts = np.zeros(len(times) + 1, bool)
+    starts[first] = True
+    ends = np.zeros(len(times) + 1, bool)
+    ends[last] = True
+    maximal = np.flatnonzero(starts[:-1] & ends[1:])
+    if int(np.cumsum(delta)[maximal].sum()) > max_terms:
+        return None
+    return [live[(first <= k) & (last > k)] for k in maximal.tolist()]
+
+
+@dataclass
+class Best:
+    """The best packing seen so far, shared with the solver callback."""
+
+    offsets: IntArray
+    peak: int
+
+
+class _StopRegistry:
+    """Running CP-SAT solvers that a finished child should stop."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.solvers: list[Any] = []
+
+    def stop_all(self) -> None:
+        with self.lock:
+            for s in self.solvers:
+                s.stop_search()
+
+
+STOPPERS = _StopRegistry()
+
+
+def _unit(arrays: Arrays, target: int) -> int:
+    """Largest unit dividing every size, every alignment above 1 and the target.
+
+    Normalised packings (each buffer pushed down onto another or 0) then have every offset a
+    multiple of the unit, so solving in units loses nothing.
+    """
+    aligns = arrays.alignment[arrays.alignment > 1]
+    g = int(np.gcd.reduce(np.concatenate([arrays.size, aligns, [target]])))
+    return max(g, 1)
+
+
+def solve(
+    arrays: Arrays,
+    sections: Sequence[IntArray],
+    best: Best,
+    bound: int,
+    target: int,
+    deadline: float,
+    progress: Progress | None,
+    stop: threading.Event | None = None,
+    refuted: bool = False,
+) -> bool:
+    """Decide `peak <= target` first; when that is refuted, minimise the peak from the hint."""
+    if not refuted:
+        status = _phase(arrays, sections, best, bound, target, deadline, progress, False, stop)
+        if status != "infeasible" or best.peak <= target:
+            return best.peak <= bound
+    if stop is not None and stop.is_set():
+        return False
+    status = _phase(arrays, sections, best, bound, target, deadline, progress, True, stop)
+    return status == "optimal"
+
+
+def _phase(
+    arrays: Arrays,
+    sections: Sequence[IntArray],
+    best: Best,
+    bound: int,
+    target: int,
+    deadline: float,
+    progress: Progress | None,
+    minimise: bool,
+    stop: threading.Event | None = None,
+) -> str:
+    """One CP-SAT run: feasibility at `target`, or minimisation below the best peak."""
+    from ortools.sat.python import cp_model
+
+    unit = _unit(arrays, target)
+    size = arrays.size // unit
+    model = cp_model.CpModel()
+    top = (best.peak if minimise else target) // unit
+    peak = model.new_int_var(-(-bound // unit), top, "peak") if minimise else None
+    ks: list[tuple[Any, int]] = []
+    intervals: list[Any] = []
+    for i in range(len(arrays)):
+        align = max(int(arrays.alignment[i]) // unit, 1)
+        k = model.new_int_var(0, max(top - int(size[i]), 0) // align, f"k{i}")
+        ks.append((k, align))
+        intervals.append(model.new_fixed_size_interval_var(k * align, int(size[i]), f"y{i}"))
+        if peak is not None:
+            model.add(k * align + int(size[i]) <= peak)
+            model.add_hint(k, int(best.offsets[i]) // unit // align)
+    for section in sections:
+        model.add_no_overlap([intervals[i] for i in section.tolist()])
+    if USE_NO_OVERLAP_2D:
+        times = [
+            model.new_fixed_size_interval_var(int(lo), int(up - lo), f"t{i}")
+            for i, (lo, up) in enumerate(zip(arrays.lower, arrays.upper, strict=True))
+        ]
+        model.add_no_overlap_2d(times, intervals)
+    if LOWEST_FIRST:
+        order = np.argsort(-arrays.size, kind="stable")  # ties: the larger buffer first
+        model.add_decision_strategy(
+            [ks[i][0] for i in order.tolist()],
+            cp_model.CHOOSE_LOWEST_MIN,
+            cp_model.SELECT_MIN_VALUE,
+        )
+    if peak is not None:
+        model.minimize(peak)
+    if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+        return "unknown"  # building the model used the time
+    return _run(model, ks, unit, arrays.size, best, target, deadline, progress, stop)
+
+
+def _run(
+    model: Any,
+    ks: list[tuple[Any, int]],
+    unit: int,
+    sizes: IntArray,
+    best: Best,
+    target: int,
+    deadline: float,
+    progress: Progress | None,
+    stop: threading.Event | None = None,
+) -> str:
+    """Solve, recording improving packings in `best`: 'optimal', 'infeasible' or 'unknown'."""
+    from ortools.sat.python import cp_model
+
+    began = time.monotonic()
+
+    class Recorder(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            offsets = np.array([self.value(k) * a * unit for k, a in ks], np.int64)
+            value = int((offsets + sizes).max(initial=0))
+            if value < best.peak:
+                best.offsets, best.peak = offsets, value
+                if progress is not None:
+                    progress(time.monotonic() - began, value)
+            if value <= target:
+                self.stop_search()
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(deadline - time.monotonic(), 0.01)
+    solver.parameters.num_workers = SEARCH_WORKERS if stop is None else 1
+    with STOPPERS.lock:
+        STOPPERS.solvers.append(solver)
+        stopped = stop is not None and stop.is_set()
+    try:
+        if stopped:
+            return "unknown"
+        status = solver.solve(model, Recorder())
+    finally:
+        with STOPPERS.lock:
+            STOPPERS.solvers.remove(solver)
+    if status == cp_model.OPTIMAL:
+        return "optimal"
+    return "infeasible" if status == cp_model.INFEASIBLE else "unknown"
