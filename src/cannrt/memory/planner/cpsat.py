@@ -94,42 +94,42 @@ def _unit(arrays: Arrays, target: int) -> int:
     return max(g, 1)
 
 
-def solve(
-    arrays: Arrays,
-    sections: Sequence[IntArray],
-    best: Best,
-    bound: int,
-    target: int,
-    deadline: float,
-    progress: Progress | None,
-    stop: threading.Event | None = None,
-    refuted: bool = False,
-) -> bool:
-    """Decide `peak <= target` first; when that is refuted, minimise the peak from the hint."""
+@dataclass
+class Job:
+    """One exact search: buffers, their maximal sections, the best packing so far (updated in
+    place), the lower bound, the target peak, the deadline, progress reports and a stop flag."""
+
+    arrays: Arrays
+    sections: Sequence[IntArray]
+    best: Best
+    bound: int
+    target: int
+    deadline: float
+    progress: Progress | None = None
+    stop: threading.Event | None = None
+
+    def stopped(self) -> bool:
+        """True once the deadline passed or someone set the stop flag."""
+        return time.monotonic() >= self.deadline or (self.stop is not None and self.stop.is_set())
+
+
+def solve(job: Job, refuted: bool = False) -> bool:
+    """Decide `peak <= target` first; when that is refuted, minimise the peak from the hint.
+    True when the best peak is proven minimal."""
     if not refuted:
-        status = _phase(arrays, sections, best, bound, target, deadline, progress, False, stop)
-        if status != "infeasible" or best.peak <= target:
-            return best.peak <= bound
-    if stop is not None and stop.is_set():
+        status = _phase(job, False)
+        if status != "infeasible" or job.best.peak <= job.target:
+            return job.best.peak <= job.bound
+    if job.stop is not None and job.stop.is_set():
         return False
-    status = _phase(arrays, sections, best, bound, target, deadline, progress, True, stop)
-    return status == "optimal"
+    return _phase(job, True) == "optimal"
 
 
-def _phase(
-    arrays: Arrays,
-    sections: Sequence[IntArray],
-    best: Best,
-    bound: int,
-    target: int,
-    deadline: float,
-    progress: Progress | None,
-    minimise: bool,
-    stop: threading.Event | None = None,
-) -> str:
-    """One CP-SAT run: feasibility at `target`, or minimisation below the best peak."""
+def _phase(job: Job, minimise: bool) -> str:
+    """One CP-SAT run: feasibility at the target, or minimisation below the best peak."""
     from ortools.sat.python import cp_model
 
+    arrays, best, bound, target = job.arrays, job.best, job.bound, job.target
     unit = _unit(arrays, target)
     size = arrays.size // unit
     model = cp_model.CpModel()
@@ -145,7 +145,7 @@ def _phase(
         if peak is not None:
             model.add(k * align + int(size[i]) <= peak)
             model.add_hint(k, int(best.offsets[i]) // unit // align)
-    for section in sections:
+    for section in job.sections:
         model.add_no_overlap([intervals[i] for i in section.tolist()])
     if USE_NO_OVERLAP_2D:
         times = [
@@ -162,26 +162,17 @@ def _phase(
         )
     if peak is not None:
         model.minimize(peak)
-    if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+    if job.stopped():
         return "unknown"  # building the model used the time
-    return _run(model, ks, unit, arrays.size, best, target, deadline, progress, stop)
+    return _run(job, model, ks, unit)
 
 
-def _run(
-    model: Any,
-    ks: list[tuple[Any, int]],
-    unit: int,
-    sizes: IntArray,
-    best: Best,
-    target: int,
-    deadline: float,
-    progress: Progress | None,
-    stop: threading.Event | None = None,
-) -> str:
-    """Solve, recording improving packings in `best`: 'optimal', 'infeasible' or 'unknown'."""
+def _run(job: Job, model: Any, ks: list[tuple[Any, int]], unit: int) -> str:
+    """Solve, recording improving packings in job.best: 'optimal', 'infeasible' or 'unknown'."""
     from ortools.sat.python import cp_model
 
     began = time.monotonic()
+    best, sizes = job.best, job.arrays.size
 
     class Recorder(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
@@ -189,17 +180,17 @@ def _run(
             value = int((offsets + sizes).max(initial=0))
             if value < best.peak:
                 best.offsets, best.peak = offsets, value
-                if progress is not None:
-                    progress(time.monotonic() - began, value)
-            if value <= target:
+                if job.progress is not None:
+                    job.progress(time.monotonic() - began, value)
+            if value <= job.target:
                 self.stop_search()
 
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(deadline - time.monotonic(), 0.01)
-    solver.parameters.num_workers = SEARCH_WORKERS if stop is None else 1
+    solver.parameters.max_time_in_seconds = max(job.deadline - time.monotonic(), 0.01)
+    solver.parameters.num_workers = SEARCH_WORKERS if job.stop is None else 1
     with STOPPERS.lock:
         STOPPERS.solvers.append(solver)
-        stopped = stop is not None and stop.is_set()
+        stopped = job.stop is not None and job.stop.is_set()
     try:
         if stopped:
             return "unknown"

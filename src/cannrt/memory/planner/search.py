@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -105,7 +105,8 @@ def improve(
     if best.peak > target and remaining() > 0 and cpsat.available():
         sections = cpsat.maximal_sections(arrays)
         if sections is not None:
-            optimal = _portfolio(arrays, sections, best, bound, target, deadline, progress, offer, refuted)
+            job = cpsat.Job(arrays, sections, best, bound, target, deadline, progress)
+            optimal = _portfolio(job, offer, refuted)
     return _finish(start, arrays, best, solver, bound, optimal)
 
 
@@ -126,28 +127,19 @@ def _leaf_nodes(arrays: Arrays) -> int:
     return 4 * len(arrays) + 1000
 
 
-def _portfolio(
-    arrays: Arrays,
-    sections: Sequence[IntArray],
-    best: Best,
-    bound: int,
-    target: int,
-    deadline: float,
-    progress: Progress | None,
-    offer: Callable[[IntArray | None, str], bool],
-    refuted: bool,
-) -> bool:
+def _portfolio(job: cpsat.Job, offer: Callable[[IntArray | None, str], bool], refuted: bool) -> bool:
     """CP-SAT here, the skyline branch and bound in a forked child (when worth it)."""
     child = None
-    if not refuted and deadline - time.monotonic() > PARALLEL_MIN_SECONDS and len(arrays) <= INFER_MAX:
-        child = _Child.start(arrays, target, deadline)
-    stop_flag = threading.Event()
+    deadline = job.deadline
+    if not refuted and deadline - time.monotonic() > PARALLEL_MIN_SECONDS and len(job.arrays) <= INFER_MAX:
+        child = _Child.start(job.arrays, job.target, deadline)
+    stop_flag = job.stop = threading.Event()
     watcher = None
     if child is not None:
         watcher = threading.Thread(target=child.wait, args=(stop_flag, deadline), daemon=True)
         watcher.start()
     try:
-        optimal = cpsat.solve(arrays, sections, best, bound, target, deadline, progress, stop_flag, refuted)
+        optimal = cpsat.solve(job, refuted)
     finally:
         stop_flag.set()
         if watcher is not None:
