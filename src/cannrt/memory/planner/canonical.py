@@ -44,10 +44,11 @@ class Result:
 
 
 def available() -> bool:
-    """True when numba can be imported (the search needs it)."""
+    """True when the compiled search can be loaded: numba imports and has somewhere to cache
+    (next to the source, or its user-wide cache when the install is read-only)."""
     try:
-        import numba  # noqa: F401
-    except ImportError:  # pragma: no cover - numba is a dependency
+        from cannrt.memory.planner import canonical_jit  # noqa: F401
+    except (ImportError, RuntimeError, OSError):  # pragma: no cover - numba is a dependency
         return False
     return True
 
