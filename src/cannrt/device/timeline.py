@@ -108,12 +108,7 @@ class Timeline:
         self._bound = bound
         while True:
             if ready:
-                if len(ready) == 1:  # the common case, without a call: what _dispatch does
-                    sq = ready.pop()
-                    if not sq.model_busy and sq.model_queue and not sq.closed:
-                        self._try_head(sq, True)
-                if ready:
-                    self._dispatch()
+                self._dispatch()
             if until is not None and until():
                 return True
             if not heap or heap[0][0] > bound:
@@ -125,20 +120,14 @@ class Timeline:
                     self._complete(item)  # type: ignore[arg-type]
                 elif kind == ARRIVE:
                     ready.add(item)  # type: ignore[arg-type]
-                else:
-                    self._handle(kind, item)
+                else:  # RESOURCE: an engine freed up for the SQs parked waiting for one
+                    self._resource_wake = NEVER
+                    ready.update(self._resource_waiters)
+                    self._resource_waiters.clear()
 
     def _push(self, time: int, kind: int, item: object) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (time, kind, self._seq, item))
-
-    def _handle(self, kind: int, item: object) -> None:
-        if kind == ARRIVE:
-            self._ready.add(item)  # type: ignore[arg-type]
-        else:
-            self._resource_wake = NEVER
-            self._ready.update(self._resource_waiters)
-            self._resource_waiters.clear()
 
     def on_fetched(self, sq: SubmissionQueue) -> None:
         """New tasks reached an SQ: it may have a dispatchable head."""
@@ -177,8 +166,7 @@ class Timeline:
         task = sq.model_queue[0]
         if task.arrival_ns > self.now:
             if not (lone and ARRIVAL_JUMP) or self._heap or self._ready or task.arrival_ns > self._bound:
-                self._seq += 1
-                heapq.heappush(self._heap, (task.arrival_ns, ARRIVE, self._seq, sq))
+                self._push(task.arrival_ns, ARRIVE, sq)
                 return
             # nothing else is pending before the arrival: move there at once (what popping an
             # ARRIVE event with nothing beside it would do)
@@ -341,8 +329,7 @@ class Timeline:
         if task in self._parked_callbacks:
             self._parked_callbacks.discard(task)
             task.end_ns = max(task.end_ns, self.now)
-            self._seq += 1
-            heapq.heappush(self._heap, (task.end_ns, COMPLETE, self._seq, task))
+            self._push(task.end_ns, COMPLETE, task)
 
     def _write_slot(self, sqe: EventSqe) -> None:
         current = self.slots.get(sqe.event_id, (0, 0))[0]

@@ -5,12 +5,19 @@ from __future__ import annotations
 import itertools
 import time
 
+import pytest
 from hypothesis import given, settings
 from planner_strategies import buffer_lists
 
-from cannrt.memory.planner import Buffer, greedy, lower_bound, plan, validate
+from cannrt.memory.planner import Buffer, canonical, greedy, lower_bound, plan, validate
 from cannrt.memory.planner.buffers import Arrays
 from cannrt.memory.planner.canonical import search
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compiled() -> None:
+    canonical.warm_up()  # the first search compiles (~16 s on a fresh machine): not on a deadline
+
 
 TRICKY = [Buffer("0", 2, 5, 3), Buffer("1", 1, 4, 3), Buffer("2", 2, 4, 3), Buffer("3", 4, 7, 4)]
 

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from cannrt.memory.planner.buffers import (
     Buffer,
     InfeasibleError,
     Packing,
+    Progress,
     check_unique_ids,
     lower_bound,
-    validate,
 )
-from cannrt.memory.planner.greedy import greedy
+from cannrt.memory.planner.greedy import greedy, greedy_by_size
 
 GREEDY_ALL_MAX = 5000
 """Above this many buffers `plan` runs one greedy pass instead of eight."""
-
-Progress = Callable[[float, int], None]
-"""Called with (elapsed seconds, best peak so far) whenever the search improves or ticks."""
 
 
 class DoesNotFitError(InfeasibleError):
@@ -58,7 +55,7 @@ def plan(
         raise DoesNotFitError(bound, capacity)
     # every greedy pass is a Python loop over the buffers: big graphs get one (the skyline
     # search then does better than the other seven would)
-    best = greedy(buffers) if len(buffers) <= GREEDY_ALL_MAX else greedy(buffers, ("size",), (False,))
+    best = greedy(buffers) if len(buffers) <= GREEDY_ALL_MAX else greedy_by_size(buffers)
     if best.peak > bound and time_limit > 0 and time.monotonic() < start + time_limit:
         from cannrt.memory.planner.search import improve
 
@@ -67,5 +64,4 @@ def plan(
         best = improve(best, bound, target, deadline, progress)
     if capacity is not None and best.peak > capacity:
         raise NotFoundError(time_limit, best)
-    validate(best.buffers, best.offsets, capacity)
-    return best
+    return best  # validated by greedy, and again by improve if it found better

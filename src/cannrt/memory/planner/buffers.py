@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 IntArray = npt.NDArray[np.int64]
+Progress = Callable[[float, int], None]
+"""Called with (elapsed seconds, best peak so far) whenever a search improves."""
 
 
 class PlannerError(Exception):
@@ -76,7 +78,6 @@ class Packing:
     offsets: tuple[int, ...]
     solver: str = "unknown"
     optimal: bool = False
-    stats: dict[str, float] = field(default_factory=dict)
 
     @property
     def peak(self) -> int:
@@ -98,15 +99,50 @@ def check_unique_ids(buffers: Sequence[Buffer]) -> None:
         seen.add(b.id)
 
 
+@dataclass
+class SearchResult:
+    """Outcome of one exact search at a capacity."""
+
+    offsets: IntArray | None
+    """Offsets (bytes) of a packing within the capacity, or None."""
+    exhausted: bool
+    """True when the search proved that no packing within the capacity exists."""
+    nodes: int
+
+
+def section_index(lower: IntArray, upper: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Distinct event times, and each lifetime as the run of sections [first, last) between
+    them (section k is [times[k], times[k + 1]))."""
+    times = np.unique(np.concatenate([lower, upper]))
+    first = np.searchsorted(times, lower).astype(np.int64)
+    last = np.searchsorted(times, upper).astype(np.int64)
+    return times, first, last
+
+
+def per_section(first: IntArray, last: IntArray, amount: IntArray, count: int) -> IntArray:
+    """Sum of `amount` over the runs [first, last) covering each of `count` sections."""
+    delta = np.zeros(count + 1, np.int64)
+    np.add.at(delta, first, amount)
+    np.add.at(delta, last, -amount)
+    return np.cumsum(delta)[:count]
+
+
+def unit_of(arrays: Arrays, capacity: int) -> int:
+    """Largest unit dividing every size, every alignment above 1 and the capacity.
+
+    Pushed-down packings (each buffer on 0 or on another) then have every offset a multiple of
+    the unit, so solving in units loses nothing and alignments stay whole units."""
+    aligns = arrays.alignment[arrays.alignment > 1]
+    g = int(np.gcd.reduce(np.concatenate([arrays.size, aligns, [capacity]]).astype(np.int64)))
+    return max(g, 1)
+
+
 def live_profile(arrays: Arrays) -> tuple[IntArray, IntArray]:
     """Distinct event times and the live bytes on [times[k], times[k + 1])."""
     if len(arrays) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    times = np.unique(np.concatenate([arrays.lower, arrays.upper]))
-    delta = np.zeros(len(times), np.int64)
-    np.add.at(delta, np.searchsorted(times, arrays.lower), arrays.size)
-    np.add.at(delta, np.searchsorted(times, arrays.upper), -arrays.size)
-    return times, np.cumsum(delta)
+    times, first, last = section_index(arrays.lower, arrays.upper)
+    return times, per_section(first, last, arrays.size, len(times))
 
 
 def lower_bound(buffers: Sequence[Buffer] | Arrays) -> int:

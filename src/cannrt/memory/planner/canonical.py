@@ -20,27 +20,16 @@ first use and cached next to the source (or in numba's user cache when that is r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cannrt.memory.planner.buffers import Arrays, IntArray
+from cannrt.memory.planner.buffers import Arrays, IntArray, per_section, section_index
+from cannrt.memory.planner.buffers import SearchResult as Result
 
 HEURISTICS = 3
 MAX_MEMBERSHIPS = 20_000_000
 """Above this many (buffer, section) or (buffer, overlapping buffer) pairs the search is skipped."""
-
-
-@dataclass
-class Result:
-    """Outcome of one search."""
-
-    offsets: IntArray | None
-    """Offsets (bytes) of a packing within the capacity, or None."""
-    exhausted: bool
-    """True when the search proved that no packing within the capacity exists."""
-    nodes: int
 
 
 def available() -> bool:
@@ -57,9 +46,8 @@ def fits_in_memory(arrays: Arrays) -> bool:
     """True when the overlap and section tables stay under MAX_MEMBERSHIPS entries."""
     live = arrays.size > 0
     lower, upper = arrays.lower[live], arrays.upper[live]
-    times = np.unique(np.concatenate([lower, upper]))
-    spans = np.searchsorted(times, upper) - np.searchsorted(times, lower)
-    return int(spans.sum()) <= MAX_MEMBERSHIPS and _overlap_pairs(lower, upper) <= MAX_MEMBERSHIPS
+    _, first, last = section_index(lower, upper)
+    return int((last - first).sum()) <= MAX_MEMBERSHIPS and _overlap_pairs(lower, upper) <= MAX_MEMBERSHIPS
 
 
 def _overlap_pairs(lower: IntArray, upper: IntArray) -> int:
@@ -76,7 +64,7 @@ def warm_up() -> float:
     began = time.monotonic()
     one = np.ones(2, np.int64)
     tiny = Arrays(np.array([0, 1], np.int64), np.array([2, 3], np.int64), one, one)
-    search(tiny, 2, time.monotonic() + 60.0, compile_allowance=False)
+    search(tiny, 2, time.monotonic() + 60.0)
     return time.monotonic() - began
 
 
@@ -93,16 +81,13 @@ def search(
     capacity: int,
     deadline: float,
     node_limit: int | None = None,
-    compile_allowance: bool = True,
 ) -> Result:
     """A packing with every buffer below `capacity`, searched until `deadline` (monotonic).
 
-    The first call in a process compiles or loads the search; with `compile_allowance` that
-    time is added to the deadline.
+    The first call in a process compiles or loads the search (see warm_up); callers that must
+    not charge that to their deadline call warm_up first.
     """
     global _compiled
-    if compile_allowance and not _compiled:
-        deadline += warm_up()
     _compiled = True
     from cannrt.memory.planner import canonical_jit as jit
 
@@ -145,20 +130,18 @@ def search(
 def _problem(arrays: Arrays, live: IntArray, capacity: int, deadline: float) -> tuple[Any, Any, Any]:
     """The compiled search's inputs: buffers as section runs, overlaps and section members."""
     lower, upper = arrays.lower[live], arrays.upper[live]
-    size = arrays.size[live].astype(np.int64)
-    align = np.maximum(arrays.alignment[live], 1).astype(np.int64)
-    times = np.unique(np.concatenate([lower, upper]))
-    first = np.searchsorted(times, lower).astype(np.int64)
-    last = np.searchsorted(times, upper).astype(np.int64)
+    size = arrays.size[live]
+    align = arrays.alignment[live]
+    times, first, last = section_index(lower, upper)
     k = live.shape[0]
     S = max(len(times) - 1, 1)
     ov_ptr, ov_buf = _overlaps(first, last)
     sec_ptr, sec_buf = _section_members(first, last, S)
-    total = _per_section(first, last, size, S)
+    total = per_section(first, last, size, S)
     # cuts[s]: buffers crossing the boundary between sections s and s + 1
     spans = last - first > 1
-    cuts = _per_section(first[spans], last[spans] - 1, np.ones(int(spans.sum()), np.int64), S)
-    width = (upper - lower).astype(np.int64)
+    cuts = per_section(first[spans], last[spans] - 1, np.ones(int(spans.sum()), np.int64), S)
+    width = upper - lower
     area = size * width
     limits = (np.int64(capacity), float(deadline))
     g = (first, last, size, align, area, width, ov_ptr, ov_buf, sec_ptr, sec_buf, *limits)
@@ -173,14 +156,6 @@ def _problem(arrays: Arrays, live: IntArray, capacity: int, deadline: float) -> 
         np.zeros(3, np.int64),  # nodes left, nodes visited, placements
     )
     return g, st, _partitions(first, last, cuts, S)
-
-
-def _per_section(first: IntArray, last: IntArray, amount: IntArray, S: int) -> IntArray:
-    """Sum of `amount` over the buffers living in each section."""
-    delta = np.zeros(S + 1, np.int64)
-    np.add.at(delta, first, amount)
-    np.add.at(delta, last, -amount)
-    return np.cumsum(delta)[:S].copy()
 
 
 def _overlaps(first: IntArray, last: IntArray) -> tuple[IntArray, IntArray]:

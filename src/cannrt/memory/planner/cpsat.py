@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from cannrt.memory.planner.buffers import Arrays, IntArray
+from cannrt.memory.planner.buffers import Arrays, IntArray, Progress, per_section, section_index, unit_of
 
-Progress = Callable[[float, int], None]
 SEARCH_WORKERS = 2
-USE_NO_OVERLAP_2D = False
-LOWEST_FIRST = True
 MAX_CLIQUE_TERMS = 3_000_000
 """Above this many (buffer, section) memberships the model is too big to pay off."""
 
@@ -43,18 +40,14 @@ def maximal_sections(arrays: Arrays, max_terms: int = MAX_CLIQUE_TERMS) -> list[
     sections hold more than `max_terms` memberships in total.
     """
     live = np.flatnonzero(arrays.size > 0)
-    times = np.unique(np.concatenate([arrays.lower[live], arrays.upper[live]]))
-    first = np.searchsorted(times, arrays.lower[live])
-    last = np.searchsorted(times, arrays.upper[live])  # exclusive section index
-    delta = np.zeros(len(times) + 1, np.int64)
-    np.add.at(delta, first, 1)
-    np.add.at(delta, last, -1)
+    times, first, last = section_index(arrays.lower[live], arrays.upper[live])
+    members = per_section(first, last, np.ones(live.shape[0], np.int64), len(times))
     starts = np.zeros(len(times) + 1, bool)
     starts[first] = True
     ends = np.zeros(len(times) + 1, bool)
     ends[last] = True
     maximal = np.flatnonzero(starts[:-1] & ends[1:])
-    if int(np.cumsum(delta)[maximal].sum()) > max_terms:
+    if int(members[maximal].sum()) > max_terms:
         return None
     return [live[(first <= k) & (last > k)] for k in maximal.tolist()]
 
@@ -81,17 +74,6 @@ class _StopRegistry:
 
 
 STOPPERS = _StopRegistry()
-
-
-def _unit(arrays: Arrays, target: int) -> int:
-    """Largest unit dividing every size, every alignment above 1 and the target.
-
-    Normalised packings (each buffer pushed down onto another or 0) then have every offset a
-    multiple of the unit, so solving in units loses nothing.
-    """
-    aligns = arrays.alignment[arrays.alignment > 1]
-    g = int(np.gcd.reduce(np.concatenate([arrays.size, aligns, [target]])))
-    return max(g, 1)
 
 
 @dataclass
@@ -130,7 +112,7 @@ def _phase(job: Job, minimise: bool) -> str:
     from ortools.sat.python import cp_model
 
     arrays, best, bound, target = job.arrays, job.best, job.bound, job.target
-    unit = _unit(arrays, target)
+    unit = unit_of(arrays, target)
     size = arrays.size // unit
     model = cp_model.CpModel()
     top = (best.peak if minimise else target) // unit
@@ -147,19 +129,13 @@ def _phase(job: Job, minimise: bool) -> str:
             model.add_hint(k, int(best.offsets[i]) // unit // align)
     for section in job.sections:
         model.add_no_overlap([intervals[i] for i in section.tolist()])
-    if USE_NO_OVERLAP_2D:
-        times = [
-            model.new_fixed_size_interval_var(int(lo), int(up - lo), f"t{i}")
-            for i, (lo, up) in enumerate(zip(arrays.lower, arrays.upper, strict=True))
-        ]
-        model.add_no_overlap_2d(times, intervals)
-    if LOWEST_FIRST:
-        order = np.argsort(-arrays.size, kind="stable")  # ties: the larger buffer first
-        model.add_decision_strategy(
-            [ks[i][0] for i in order.tolist()],
-            cp_model.CHOOSE_LOWEST_MIN,
-            cp_model.SELECT_MIN_VALUE,
-        )
+    # place the buffer with the lowest feasible offset there, the larger first on ties
+    order = np.argsort(-arrays.size, kind="stable")
+    model.add_decision_strategy(
+        [ks[i][0] for i in order.tolist()],
+        cp_model.CHOOSE_LOWEST_MIN,
+        cp_model.SELECT_MIN_VALUE,
+    )
     if peak is not None:
         model.minimize(peak)
     if job.stopped():

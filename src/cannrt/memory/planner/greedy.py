@@ -98,11 +98,10 @@ def greedy(
     buffers: Sequence[Buffer],
     orders: Sequence[str] = tuple(ORDERS),
     rules: Sequence[bool] = (False, True),
-    graph: Conflicts | None = None,
 ) -> Packing:
     """Best validated packing over the given orders and placement rules (best_fit flags)."""
     arrays = Arrays.of(buffers)
-    graph = graph if graph is not None else conflicts(arrays)
+    graph = conflicts(arrays)
     best: IntArray | None = None
     best_peak, best_name = 0, ""
     for name in orders:

@@ -32,14 +32,15 @@ class Report:
     @staticmethod
     def of(packing: Packing, seconds: float, capacity: int | None = None) -> Report:
         """Summarise a packing that took `seconds` to compute."""
+        bound = lower_bound(packing.buffers)
         return Report(
             buffers=len(packing.buffers),
-            lower_bound=lower_bound(packing.buffers),
+            lower_bound=bound,
             capacity=capacity,
             peak=packing.peak,
             seconds=seconds,
             solver=packing.solver,
-            optimal=packing.optimal or packing.peak == lower_bound(packing.buffers),
+            optimal=packing.optimal or packing.peak == bound,
         )
 
     def rows(self) -> list[tuple[str, str]]:

@@ -21,11 +21,11 @@ from cannrt.memory.planner.buffers import (
     IntArray,
     InvalidPackingError,
     Packing,
+    Progress,
     validate,
 )
 from cannrt.memory.planner.cpsat import STOPPERS, Best
 
-Progress = Callable[[float, int], None]
 SKYLINE_SLICE = 0.2
 """Share of the time limit for the in-process skyline branch and bound (at most SKYLINE_SLICE_MAX)."""
 SKYLINE_SLICE_MAX = 1.5
@@ -81,7 +81,7 @@ def improve(
     # which does not count against the time limit)
     if len(arrays) <= CANONICAL_MAX and canonical.available() and canonical.fits_in_memory(arrays):
         if not canonical.compiled():
-            deadline += canonical.warm_up()
+            deadline += canonical.warm_up()  # compiling is not charged to the time limit
         found = canonical.search(arrays, target, time.monotonic() + remaining() * CANONICAL_SLICE)
         refuted = found.exhausted
         if offer(found.offsets, "canonical"):
@@ -90,7 +90,7 @@ def improve(
     slice_end = time.monotonic() + min(max(remaining() * SKYLINE_SLICE, 0.0), SKYLINE_SLICE_MAX)
     if not refuted:
         first = skyline.search(arrays, target, slice_end, order="size", infer=len(arrays) <= INFER_MAX)
-        refuted = first.exhausted and first.offsets is None
+        refuted = first.exhausted
         offer(first.offsets, "skyline")
     if best.peak > target and not refuted and remaining() > 0:
         # 2. the skyline as a greedy (first leaf, no useful bound) when the target was missed

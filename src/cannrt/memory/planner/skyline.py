@@ -20,55 +20,13 @@ prunes. Identical buffers are placed in index order. All per-node bookkeeping is
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from cannrt.memory.planner.buffers import Arrays, IntArray
+from cannrt.memory.planner.buffers import Arrays, IntArray, per_section, section_index, unit_of
+from cannrt.memory.planner.buffers import SearchResult as Result
 
 INF = np.int64(2**62)
-
-
-@dataclass
-class Result:
-    """Outcome of one branch-and-bound run."""
-
-    offsets: IntArray | None
-    """Offsets (in bytes) of a packing within the capacity, or None."""
-    exhausted: bool
-    """True when the whole tree was explored (no packing exists when offsets is None)."""
-    nodes: int
-
-
-@dataclass(frozen=True)
-class Sections:
-    """Buffers as runs of time sections, in solver units."""
-
-    first: IntArray
-    last: IntArray  # exclusive
-    size: IntArray
-    align: IntArray
-    count: int
-    unit: int
-
-
-def sections_of(arrays: Arrays, unit: int) -> Sections:
-    """Map lifetimes onto section indices and sizes/alignments onto `unit`s."""
-    times = np.unique(np.concatenate([arrays.lower, arrays.upper]))
-    first = np.searchsorted(times, arrays.lower).astype(np.int64)
-    last = np.searchsorted(times, arrays.upper).astype(np.int64)
-    align = np.maximum(arrays.alignment // unit, 1)
-    align = np.where(arrays.alignment > 1, align, 1)
-    return Sections(first, last, arrays.size // unit, align, max(len(times) - 1, 0), unit)
-
-
-def unit_of(arrays: Arrays, capacity: int) -> int:
-    """Largest unit dividing every size, every alignment above 1 and the capacity."""
-    aligns = arrays.alignment[arrays.alignment > 1]
-    # alignments must be whole units as well, so offsets stay aligned after scaling back
-    g = int(np.gcd.reduce(np.concatenate([arrays.size, aligns, [capacity]]).astype(np.int64)))
-    return max(g, 1)
 
 
 def search(
@@ -76,28 +34,25 @@ def search(
     capacity: int,
     deadline: float,
     order: str = "size",
-    seed: int | None = None,
     infer: bool = True,
     by_section: bool = False,
     node_limit: int | None = None,
-    should_stop: Callable[[], bool] | None = None,
 ) -> Result:
     """Depth-first search for a packing with every buffer below `capacity` (bytes)."""
     unit = unit_of(arrays, capacity)
-    sec = sections_of(arrays, unit)
+    times, first, last = section_index(arrays.lower, arrays.upper)
     cap = capacity // unit
     n = len(arrays)
-    live = np.flatnonzero(sec.size > 0)
+    live = np.flatnonzero(arrays.size > 0)
     offsets = np.zeros(n, np.int64)
     if live.shape[0] == 0:
-        return Result(offsets, True, 0)
-    first, last, size, align = sec.first[live], sec.last[live], sec.size[live], sec.align[live]
+        return Result(offsets, False, 0)
+    first, last = first[live], last[live]
+    size = arrays.size[live] // unit
+    align = np.where(arrays.alignment[live] > 1, arrays.alignment[live] // unit, 1)
     k = live.shape[0]
-    S = sec.count
-    demand = np.zeros(S + 1, np.int64)
-    np.add.at(demand, first, size)
-    np.add.at(demand, last, -size)
-    demand = np.cumsum(demand)[:S].copy()
+    S = max(len(times) - 1, 0)
+    demand = per_section(first, last, size, S)
     if int(demand.max()) > cap:
         return Result(None, True, 0)
     floor = np.zeros(S, np.int64)
@@ -123,10 +78,6 @@ def search(
         rank = np.lexsort((-size, -(last - first)))
     else:  # area
         rank = np.lexsort((-size, -(last - first) * size))
-    if seed is not None:  # perturb: swap neighbours in the order at random
-        rng = np.random.default_rng(seed)
-        noise = np.arange(k) + rng.normal(0.0, 0.15 * k**0.5 + 1.0, k)
-        rank = rank[np.argsort(noise, kind="stable")]
     prio = np.empty(k, np.int64)
     prio[rank] = np.arange(k)
     first_l, last_l, size_l = first.tolist(), last.tolist(), size.tolist()
@@ -208,10 +159,8 @@ def search(
         cands = np.flatnonzero(ok)
         if by_section and cands.shape[0] > 0:
             # branch on the tightest section of the segment that an allowed buffer can cover
-            cov = np.zeros(b - a + 1, np.int64)
-            np.add.at(cov, first[cands] - a, 1)
-            np.add.at(cov, last[cands] - a, -1)
-            coverable = np.cumsum(cov)[:-1] > 0
+            ones = np.ones(cands.shape[0], np.int64)
+            coverable = per_section(first[cands] - a, last[cands] - a, ones, b - a) > 0
             slack = np.where(coverable, cap - eff[a:b] - demand[a:b], INF)
             t = a + int(slack.argmin())
             sel = (first[cands] <= t) & (last[cands] > t)
@@ -223,15 +172,12 @@ def search(
 
     root = expand()
     if root is None:
-        return Result(_scatter(n, live, off, unit), True, 0)
+        return Result(_scatter(n, live, off, unit), False, 0)
     stack.append(root)
     while stack:
         nodes += 1
-        if nodes & 255 == 0:
-            if time.monotonic() >= deadline or (node_limit is not None and nodes > node_limit):
-                return Result(None, False, nodes)
-            if should_stop is not None and should_stop():
-                return Result(None, False, nodes)
+        if nodes & 255 == 0 and (time.monotonic() >= deadline or (node_limit is not None and nodes > node_limit)):
+            return Result(None, False, nodes)
         frame = stack[-1]
         m, a, b, cands, idx, gap, _, _ = frame
         assert isinstance(m, int) and isinstance(a, int) and isinstance(b, int)
