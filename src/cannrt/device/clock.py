@@ -15,11 +15,6 @@ class HostClock:
     def __init__(self) -> None:
         self.now_ns = 0
 
-    def advance(self, ns: int) -> int:
-        """Move forward by ns; returns the new time."""
-        self.now_ns += ns
-        return self.now_ns
-
     def move_to(self, ns: int) -> None:
         """Move forward to ns (a wait ended then); never backwards."""
         if ns > self.now_ns:

@@ -139,6 +139,11 @@ _LAYOUTS: dict[int, tuple[struct.Struct, type[Sqe]]] = {
     SqeType.SDMA: (SDMA_SQE, SdmaSqe),
 }
 ADDRESS_MASK = (1 << 48) - 1
+# copy kinds in an SDMA SQE (aclrtMemcpyKind)
+MEMCPY_HOST_TO_HOST = 0
+MEMCPY_HOST_TO_DEVICE = 1
+MEMCPY_DEVICE_TO_HOST = 2
+MEMCPY_DEVICE_TO_DEVICE = 3
 
 
 class DescriptorError(ValueError):

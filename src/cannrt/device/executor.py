@@ -14,6 +14,9 @@ import numpy as np
 
 from cannrt.device.descriptors import (
     DUMP,
+    MEMCPY_DEVICE_TO_HOST,
+    MEMCPY_HOST_TO_DEVICE,
+    MEMCPY_HOST_TO_HOST,
     CallbackSqe,
     CoreKind,
     DumpRecord,
@@ -29,6 +32,7 @@ from cannrt.device.fabric import Fabric
 from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.task import Task
 from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.registry import tensor_nbytes
 
 if TYPE_CHECKING:
     from cannrt.device.npu import Npu
@@ -51,10 +55,6 @@ QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped sub
 IDLE_S = 0.2
 ERROR_TYPE_MEMORY = 1
 ERROR_TYPE_AICORE = 3
-ERROR_TYPE_OTHERS = 255
-MEMCPY_HOST_TO_HOST = 0
-MEMCPY_HOST_TO_DEVICE = 1
-MEMCPY_DEVICE_TO_HOST = 2
 
 
 def host_array(address: int, nbytes: int) -> np.ndarray:
@@ -131,7 +131,7 @@ class Executor:
             if blocked and sq.sq_id in blocked:
                 break
             task = queue[0]
-            if task.sqe.sqe_type == _EVENT_WAIT and not self._runnable(task):
+            if task.sqe.sqe_type == _EVENT_WAIT and not self._wait_released(task):
                 break
             queue.popleft()
             run(task)
@@ -139,12 +139,10 @@ class Executor:
         return ran
 
     @staticmethod
-    def _runnable(task: Task) -> bool:
+    def _wait_released(task: Task) -> bool:
         """An event wait runs once the task scheduler (the timeline) released it: which record it
         consumes is decided in modelled time, where resets and re-records really happen."""
-        if task.sqe.sqe_type == _EVENT_WAIT:
-            return task.released or task.discarded or bool(task.sq.failed_code)
-        return True
+        return task.released or task.discarded or bool(task.sq.failed_code)
 
     def _run(self, task: Task) -> None:
         sq = task.sq
@@ -219,8 +217,7 @@ class Executor:
             for gathered, parts in scatter:
                 copy_parts([gathered.reshape(-1).view(np.uint8)], parts)
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
-            self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
-            self._exception_dump(task, space or self.npu.fabric.space(task.sq.asid))
+            self._kernel_raised(task, sqe, exc)
             return
         if dumping and task.dump is not None and self.npu.dump_mode & DUMP_OUTPUTS:
             self._capture(task.dump, task.args, values, kernel.outputs, "output")
@@ -230,8 +227,12 @@ class Executor:
         try:
             kernel.compute()
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
-            self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
-            self._exception_dump(task, self.npu.fabric.space(task.sq.asid))
+            self._kernel_raised(task, sqe, exc)
+
+    def _kernel_raised(self, task: Task, sqe: KernelSqe, exc: Exception) -> None:
+        """The kernel's own code raised: an AI Core error with an exception dump."""
+        self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
+        self._exception_dump(task, self.npu.fabric.space(task.sq.asid))
 
     def _new_dump(self, task: Task, kernel_name: str, exception: bool = False) -> DumpRecord:
         sqe = task.sqe
@@ -265,7 +266,7 @@ class Executor:
             if not isinstance(arg, TensorArg):
                 continue
             role = "output" if index in task.kernel.outputs else "input"
-            nbytes = int(np.prod(arg.shape, dtype=np.int64)) * numpy_dtype(arg.dtype).itemsize
+            nbytes = tensor_nbytes(arg)
             try:
                 data: bytes | None = b"".join(p.tobytes() for p in space.segments(arg.address, nbytes, "read"))
             except DeviceFault:
@@ -283,7 +284,7 @@ class Executor:
         """A typed view of device memory; a tensor spanning several mappings is gathered into a
         copy (and scattered back after the kernel if it is an output)."""
         dtype = numpy_dtype(arg.dtype)
-        nbytes = int(np.prod(arg.shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = tensor_nbytes(arg)
         kind = "write" if write else "read"
         if Fabric.asid_of(arg.address) != space.asid:  # AI cores reach only their own context's memory
             owner = self.npu.fabric.owner(arg.address)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from cannrt.device.descriptors import MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE
 from cannrt.device.memory import VA_SPACE_BASE, VA_SPACE_SHIFT, AddressSpace, DeviceFault
+
+if TYPE_CHECKING:
+    from cannrt.config import ChipSpec
 
 
 class Fabric:
@@ -31,6 +37,18 @@ class Fabric:
     def owner(self, address: int) -> AddressSpace | None:
         """The address space owning address, if any."""
         return self._spaces.get(self.asid_of(address))
+
+    def copy_bandwidth(self, chip: ChipSpec, memset: bool, kind: int, src: int, dst: int) -> float:
+        """GB/s of an SDMA copy or memset: HBM for a memset, PCIe across the host boundary, the
+        peer link between devices, half of HBM within one device (read and write share it)."""
+        if memset:
+            return chip.hbm_bandwidth_gbps
+        if kind in (MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST):
+            return chip.pcie_bandwidth_gbps
+        source, target = self.owner(src), self.owner(dst)
+        if source is not None and target is not None and source.device_id != target.device_id:
+            return chip.peer_bandwidth_gbps
+        return chip.hbm_bandwidth_gbps / 2
 
     def resolve(self, address: int, asid: int, device_id: int, kind: str, nbytes: int) -> AddressSpace:
         """The space an engine of (device, asid) reaches address through: its own, or a peer device's.

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from cannrt.device.task import Task
 
 CACHE_LIMIT = 4096  # entries per cache before it starts over
+Aux = tuple[PipeTimes | None, float, Work | None]
+"""What a kernel task keeps of its costing: summed pipe times, L2 hit rate, work."""
 
 
 class KernelPlan(NamedTuple):
@@ -35,14 +37,13 @@ class KernelCosts:
         # (id(plan), L2 hit rate, active cores) -> (ns of each block, summed pipe times)
         self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], PipeTimes]] = {}
         # launches that touch no memory (costs independent of the L2): shape -> costs
-        self.memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[PipeTimes, float]]] = {}
+        self.memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], Aux]] = {}
 
-    def of(
-        self, task: Task, kernel: Kernel, key: tuple[object, ...], cores: int
-    ) -> tuple[tuple[int, ...], tuple[PipeTimes, float]]:
-        """Nanoseconds of each block, and (summed pipe times, L2 hit rate), of one launch on
-        `cores` cores of its kind (accesses the L2 model when the launch touches memory)."""
-        plan = self._plans.get(key) or self._plan(task, kernel, key[2])  # type: ignore[arg-type]
+    def of(self, task: Task, kernel: Kernel, key: tuple[object, ...], cores: int) -> tuple[tuple[int, ...], Aux]:
+        """Nanoseconds of each block, and (summed pipe times, L2 hit rate, work), of one launch
+        on `cores` cores of its kind (accesses the L2 model when the launch touches memory).
+        `key` is (kernel name, arguments, blockDim)."""
+        plan = self._plans.get(key) or self._plan(task, kernel, key)
         touches = bool(plan.reads or plan.writes)
         hit = self.l2.access(plan.reads, plan.writes) if touches else 0.0
         active = min(len(plan.fractions), cores)
@@ -55,26 +56,24 @@ class KernelCosts:
                 self._cost_cache.clear()
             block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
             cached = self._cost_cache[cost_key] = (block_ns, sums)
-        aux = (cached[1], hit)
+        aux = (cached[1], hit, plan.work)
         if not touches:
             self.memoryless[key] = (cached[0], aux)
         return cached[0], aux
 
-    def _plan(self, task: Task, kernel: Kernel, block_dim: int) -> KernelPlan:
-        """Work, block split and touched ranges of a launch (cached by kernel, arguments, blockDim)."""
-        key = (kernel.name, task.args, block_dim)
-        plan = self._plans.get(key)
-        if plan is None:
-            work = kernel.work(task.args)
-            reads: list[tuple[int, int]] = []
-            writes: list[tuple[int, int]] = []
-            for index, arg in enumerate(task.args):
-                if isinstance(arg, TensorArg):
-                    (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
-            plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
-            if len(self._plans) > CACHE_LIMIT:
-                self._plans.clear()
-                self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
-                self.memoryless.clear()
-            self._plans[key] = plan
+    def _plan(self, task: Task, kernel: Kernel, key: tuple[object, ...]) -> KernelPlan:
+        """Work, block split and touched ranges of a launch shape not seen yet."""
+        work = kernel.work(task.args)
+        reads: list[tuple[int, int]] = []
+        writes: list[tuple[int, int]] = []
+        for index, arg in enumerate(task.args):
+            if isinstance(arg, TensorArg):
+                (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
+        block_dim: int = key[2]  # type: ignore[assignment]
+        plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
+        if len(self._plans) > CACHE_LIMIT:
+            self._plans.clear()
+            self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
+            self.memoryless.clear()
+        self._plans[key] = plan
         return plan

@@ -13,8 +13,6 @@ class L2Model:
     def __init__(self, capacity_bytes: int) -> None:
         self.capacity = max(1, capacity_bytes >> GRANULE_SHIFT)
         self._lines: OrderedDict[int, None] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
 
     def access(self, reads: list[tuple[int, int]], writes: list[tuple[int, int]]) -> float:
         """Touch read then written ranges; returns the hit fraction of the read granules."""
@@ -34,8 +32,6 @@ class L2Model:
                     self._lines.move_to_end(granule)
                 else:
                     self._insert(granule)
-        self.hits += hit
-        self.misses += total - hit
         return hit / total if total else 0.0
 
     def _insert(self, granule: int) -> None:

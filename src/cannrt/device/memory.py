@@ -291,7 +291,3 @@ class AddressSpace:
                 break  # padding after an allocation's valid bytes ends the run
             found = self.mapping_at(end)
         return end
-
-    def mappings(self) -> list[Mapping]:
-        """All mappings in address order."""
-        return list(self._table[1])

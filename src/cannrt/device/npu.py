@@ -26,7 +26,7 @@ from cannrt.device.descriptors import (
     decode_sqe,
     unpack_params,
 )
-from cannrt.device.executor import KERNEL_LOOKUP, Executor
+from cannrt.device.executor import KERNEL_LOOKUP, TASK_TYPE_NOT_SUPPORT, Executor
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import DeviceFault, Hbm
 from cannrt.device.queues import TASK_ID_AT, CompletionQueue, SubmissionQueue, TailRegister
@@ -36,7 +36,6 @@ from cannrt.kernels.registry import Kernel, get_kernel
 
 CODE_BASE = 1 << 36  # kernel code window (below every data address space)
 CODE_STRIDE = 0x1000
-TASK_TYPE_NOT_SUPPORT = 507009
 SQE_WORDS = struct.Struct("<16I")
 STUCK_GRACE_S = 0.05  # wall time a bounded host wait gives other host threads before timing out
 HOST_WORK_GRACE_S = 1.0  # the same while a reported callback still runs on a host thread

@@ -67,12 +67,10 @@ class CompletionQueue:
     def __init__(self, cq_id: int) -> None:
         self.cq_id = cq_id
         self.reports: deque[bytes] = deque()
-        self.posted = 0  # reports written (monotonic)
 
     def post(self, *fields: int) -> None:
         """Write one report (device side)."""
         self.reports.append(CQE.pack(*fields))
-        self.posted += 1
 
     def take(self, count: int) -> bytes:
         """Remove up to count reports (host side)."""

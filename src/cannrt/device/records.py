@@ -24,14 +24,14 @@ def task_name(sqe_type: int) -> str:
 def task_record(device_id: int, task: Task) -> TaskRecord:
     """The record of a completed task."""
     sqe = task.sqe
-    pipes, hit = task.aux if task.aux else (None, 0.0)
+    pipes, hit, costed = task.aux if task.aux else (None, 0.0, None)
     read = written = 0
     name = task.kernel.name if task.kernel is not None else task_name(sqe.sqe_type)
     work: Work | None = None
     blocks = task.blocks
     copy_kind = -1
     if task.kernel is not None and not task.status:
-        work = task.kernel.work(task.args)
+        work = costed if costed is not None else task.kernel.work(task.args)
         read, written = work.bytes_read, work.bytes_written
     elif isinstance(sqe, SdmaSqe):
         read = written = sqe.length

@@ -59,4 +59,4 @@ class Task:
         self.cores: tuple[int, ...] = ()
         self.blocks: tuple[tuple[int, int, int], ...] = ()  # (core, start, end) when tracing
         self.dump: DumpRecord | None = None  # tensors captured for a data or exception dump
-        self.aux: Any = None  # per-type extra (pipe times for kernels)
+        self.aux: Any = None  # kernels: (pipe times, L2 hit rate, work) from their costing

@@ -55,8 +55,6 @@ def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
     return (sq.priority, sq.sq_id)
 
 
-MEMCPY_HOST_TO_DEVICE = 1
-MEMCPY_DEVICE_TO_HOST = 2
 # wall time the timeline waits at a callback's modelled end for the host to run it: within it the
 # callback completes exactly then (deterministic); past it, the callback is parked
 CALLBACK_PATIENCE_S = 1.0
@@ -221,22 +219,11 @@ class Timeline:
             return
         sqe = task.sqe
         assert isinstance(sqe, SdmaSqe)
-        gbps = self._copy_bandwidth(sqe)
+        gbps = self.npu.fabric.copy_bandwidth(self.chip, sqe.op == SdmaOp.MEMSET, sqe.kind, sqe.src, sqe.dst)
         end = self.now + self.costs.copy_latency_ns + int(sqe.length / gbps)
         self.sdma_free[engine] = end
         task.cores = (engine,)
         self._start(sq, task, end)
-
-    def _copy_bandwidth(self, sqe: SdmaSqe) -> float:
-        if sqe.op == SdmaOp.MEMSET:
-            return self.chip.hbm_bandwidth_gbps
-        if sqe.kind in (MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST):
-            return self.chip.pcie_bandwidth_gbps
-        fabric = self.npu.fabric
-        src, dst = fabric.owner(sqe.src), fabric.owner(sqe.dst)
-        if src is not None and dst is not None and src.device_id != dst.device_id:
-            return self.chip.peer_bandwidth_gbps
-        return self.chip.hbm_bandwidth_gbps / 2  # read and write share HBM
 
     def _try_kernel(self, sq: SubmissionQueue, task: Task) -> None:
         sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
@@ -258,7 +245,7 @@ class Timeline:
         kernel = task.kernel
         if kernel is None or task.status:
             task.cores = (heap[0][1],)
-            task.aux = (None, 0.0)
+            task.aux = (None, 0.0, None)
             return start
         block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
         key = (kernel.name, task.args, block_dim)

@@ -12,18 +12,21 @@ from enum import IntEnum
 
 from cannrt.config import Settings
 from cannrt.device.clock import HostClock
-from cannrt.device.descriptors import DumpRecord, EventMode, ExceptionRecord, TaskRecord
-from cannrt.device.fabric import Fabric
-from cannrt.device.npu import DeviceHang, Npu
-from cannrt.device.queues import TailRegister as TailRegister
-from cannrt.driver.base import DriverError, SpaceInfo, serialised
-from cannrt.driver.memory_calls import (
+from cannrt.device.descriptors import (
     MEMCPY_DEVICE_TO_DEVICE,
     MEMCPY_DEVICE_TO_HOST,
     MEMCPY_HOST_TO_DEVICE,
     MEMCPY_HOST_TO_HOST,
-    MemoryCalls,
+    DumpRecord,
+    EventMode,
+    ExceptionRecord,
+    TaskRecord,
 )
+from cannrt.device.fabric import Fabric
+from cannrt.device.npu import DeviceHang, Npu
+from cannrt.device.queues import TailRegister as TailRegister
+from cannrt.driver.base import DriverError, SpaceInfo, serialised
+from cannrt.driver.memory_calls import MemoryCalls
 
 
 class Resource(IntEnum):

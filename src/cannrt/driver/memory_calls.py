@@ -6,6 +6,11 @@ import heapq
 import threading
 
 from cannrt.config import Settings
+from cannrt.device.descriptors import (
+    MEMCPY_DEVICE_TO_HOST,
+    MEMCPY_HOST_TO_DEVICE,
+    MEMCPY_HOST_TO_HOST,
+)
 from cannrt.device.executor import copy_parts, host_array
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import (
@@ -19,11 +24,6 @@ from cannrt.device.memory import (
 from cannrt.device.npu import Npu
 from cannrt.driver.base import DriverError, SpaceInfo, serialised
 from cannrt.driver.vaspace import AddressRangeError, VaAllocator
-
-MEMCPY_HOST_TO_HOST = 0
-MEMCPY_HOST_TO_DEVICE = 1
-MEMCPY_DEVICE_TO_HOST = 2
-MEMCPY_DEVICE_TO_DEVICE = 3
 
 
 class MemoryCalls:
@@ -204,15 +204,15 @@ class MemoryCalls:
             [host_array(dst, count)] if kind == MEMCPY_DEVICE_TO_HOST else self._device_parts(asid, dst, count, "write")
         )
         copy_parts(source, target)
-        chip = self.settings.chip
-        gbps = chip.pcie_bandwidth_gbps if kind != MEMCPY_DEVICE_TO_DEVICE else chip.hbm_bandwidth_gbps / 2
+        gbps = self.fabric.copy_bandwidth(self.settings.chip, False, kind, src, dst)
         return self.settings.device_costs.copy_latency_ns + int(count / gbps)
 
     def memset(self, asid: int, dst: int, value: int, count: int) -> int:
         """Synchronous memset of device memory; returns its modelled duration (ns)."""
         for part in self._device_parts(asid, dst, count, "write"):
             part[...] = value
-        return self.settings.device_costs.copy_latency_ns + int(count / self.settings.chip.hbm_bandwidth_gbps)
+        gbps = self.fabric.copy_bandwidth(self.settings.chip, True, 0, dst, dst)
+        return self.settings.device_costs.copy_latency_ns + int(count / gbps)
 
     def mem_read(self, asid: int, va: int, count: int) -> bytes:
         """Read device memory (dump and debugging tools)."""
