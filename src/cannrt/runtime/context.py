@@ -125,13 +125,14 @@ class Context:
             stream = self.streams.get(cqe.sq_id)
             if stream is not None and not stream.error_code:
                 stream.error_code = cqe.error_code
-            if not cqe.flags & DISCARDED_FLAG and not self.sticky_code:
+            if cqe.flags & DISCARDED_FLAG:
+                continue
+            if not self.sticky_code:
                 self.sticky_code = cqe.error_code
                 for each in self.streams.values():
                     each.launchers.clear()  # launches must see the sticky error now
                 self.sticky_message = self.error_report(stream) or f"device error {cqe.error_code}"
-            if not cqe.flags & DISCARDED_FLAG:
-                self.runtime.report_exception(self, cqe)
+            self.runtime.report_exception(self, cqe)
 
     def error_report(self, stream: Stream | None) -> str:
         """The CANN-style report of the newest fault on stream (or in the context)."""

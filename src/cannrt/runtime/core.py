@@ -20,9 +20,8 @@ from cannrt.kernels.registry import LAUNCH_GENERATION, Kernel, current_kernel, i
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
 from cannrt.runtime.host_memory import HostAllocations
+from cannrt.runtime.stream import timeout_ns
 from cannrt.runtime.tracing import ApiRecord, api_call
-
-_current_kernel = current_kernel
 
 if TYPE_CHECKING:
     from cannrt.device.descriptors import Cqe
@@ -189,9 +188,8 @@ class Runtime:
         """Wait for every stream of the device (aclrtSynchronizeDevice[WithTimeout])."""
         state = self.device_state(device_id)
         self.host_cost(self.settings.host_costs.sync_ns)
-        timeout_ns = None if timeout_ms is None or timeout_ms < 0 else int(timeout_ms * 1_000_000)
         try:
-            done = self.driver.device_wait_idle(device_id, timeout_ns)
+            done = self.driver.device_wait_idle(device_id, timeout_ns(timeout_ms))
         except DriverError as exc:
             raise CannError(exc.code, str(exc)) from None
         for context in state.contexts:
@@ -228,11 +226,8 @@ class Runtime:
         if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
         generation = LAUNCH_GENERATION[0]
-        entry = stream.kernel_cache.get(name)
-        if entry is None or entry[0] is not _current_kernel(name):
-            found, found_pc = self.kernel(stream.device_id, name)
-            entry = stream.kernel_cache[name] = (found, found_pc, found.core_kind)
-        kernel, pc, core_kind = entry
+        kernel, pc = self.kernel(stream.device_id, name)
+        core_kind = kernel.core_kind
         try:
             kernel.check(args)
             params = pack_params(tuple(args)) if args else b""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from cannrt.device.descriptors import EventMode, SqeType
 from cannrt.driver.hal import DriverError, Resource
 from cannrt.errors import CannError, CannTimeout, ErrorCode
-from cannrt.runtime.stream import poll_cost
+from cannrt.runtime.stream import poll_cost, timeout_ns
 from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
@@ -107,9 +107,10 @@ class Event:
         self.context.check_sticky()
         if self.records == 0:
             return
-        timeout_ns = None if timeout_ms is None or timeout_ms < 0 else int(timeout_ms * 1_000_000)
         try:
-            done = self._driver.event_wait(self.device_id, self.event_id, self.records, self.mode, timeout_ns)
+            done = self._driver.event_wait(
+                self.device_id, self.event_id, self.records, self.mode, timeout_ns(timeout_ms)
+            )
         except DriverError as exc:
             raise CannTimeout(exc.code, str(exc)) from None
         self.context.drain_reports()

@@ -279,8 +279,7 @@ def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream:
     if stream is not None:
         check_stream(ctx, stream)
     check_copy(ctx, dst, dst_max, dst, count)
-    if not 0 <= value <= 255:
-        value &= 0xFF
+    value &= 0xFF  # like memset: the low byte
     extent = _locate(ctx, dst)
     _check_range(ctx, dst, count, "dst", extent, write=True)
     device = extent is not None

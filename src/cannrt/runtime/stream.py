@@ -22,16 +22,18 @@ from cannrt.kernels.registry import track_launchers
 from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
-    from cannrt.kernels.registry import Kernel
     from cannrt.runtime.context import Context
 
 PRIORITY_HIGHEST = 0
 PRIORITY_LOWEST = 7
-STREAM_FAST_LAUNCH = 0x1
-STREAM_FAST_SYNC = 0x2
 
 
 MAX_POLL_DOUBLINGS = 32
+
+
+def timeout_ns(timeout_ms: float | None) -> int | None:
+    """A host wait's timeout in ns; None (wait forever) for None or a negative value."""
+    return None if timeout_ms is None or timeout_ms < 0 else int(timeout_ms * 1_000_000)
 
 
 def poll_cost(call_ns: int, streak: int) -> int:
@@ -69,7 +71,6 @@ class Stream:
             raise CannError(exc.code, str(exc)) from None
         self.depth = runtime.settings.chip.sq_depth
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
-        self.kernel_cache: dict[str, tuple[Kernel, int, int]] = {}  # name -> (kernel, pc, core kind)
         # prepared parameterless launches, by kernel name (block_dim 1) or (name, block_dim);
         # cleared when kernels or dump settings change (the registry tracks this table), on
         # destroy and on a sticky error
@@ -82,7 +83,6 @@ class Stream:
         self.error_code = 0  # first device error seen on this stream and not yet reported
         self.creator_thread = threading.get_ident()
         self._param_base = 0  # argument area: one MAX_PARAM_BYTES slot per SQ entry
-        self.sqe_flags = 0  # WR_CQE when profiling asks for a report of every task
         self._launch_ns = self._costs.launch_ns
         self._poll_streak = 0  # consecutive not-ready queries
 
@@ -105,11 +105,6 @@ class Stream:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self.context.check_sticky()
 
-    def request_all_reports(self, enabled: bool) -> None:
-        """Ask the device for a completion report of every task (profiling) or only of failures."""
-        self.sqe_flags = WR_CQE if enabled else 0
-        self.launchers.clear()  # they carry the old flags
-
     def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes, flags: int = 0) -> int:
         """Send a kernel SQE (and its parameter block); returns the task position."""
         if self.destroyed or self.context.sticky_code:
@@ -119,7 +114,7 @@ class Stream:
             position = self.tail
             param_va = param_area + (position % self.depth) * MAX_PARAM_BYTES if params else 0
             sqe = _pack_kernel(
-                _KERNEL, self.sqe_flags | flags, block_dim, self.stream_id, position & 0xFFFF,
+                _KERNEL, flags, block_dim, self.stream_id, position & 0xFFFF,
                 0, 0, 1 if params else 0, core_kind, len(params), pc, param_va,
             )  # fmt: skip
             self._clock.now_ns += self._launch_ns
@@ -130,7 +125,7 @@ class Stream:
         """submit_kernel for one parameterless launch shape: the SQE packed once, each call
         sent with its task id by the mapped ring itself (the fast path for repeated launches;
         returns the position). Destroying the stream or a sticky error drops the launchers."""
-        sqe = _pack_kernel(_KERNEL, self.sqe_flags, block_dim, self.stream_id, 0, 0, 0, 0, core_kind, 0, pc, 0)
+        sqe = _pack_kernel(_KERNEL, 0, block_dim, self.stream_id, 0, 0, 0, 0, core_kind, 0, pc, 0)
         return self._driver.sq_template_sender(
             self.device_id, self.sq_id, sqe, self._launch_ns, self._submit_lock, self._tail
         )
@@ -162,19 +157,17 @@ class Stream:
 
     def submit_event(self, sqe_type: int, event_id: int, mode: int, value: int) -> int:
         """Send an event record / wait / write-value SQE."""
-        flags, stream_id = self.sqe_flags, self.stream_id
+        stream_id = self.stream_id
         return self._submit(
-            lambda pos: EVENT_SQE.pack(sqe_type, flags, 0, stream_id, pos & 0xFFFF, event_id, mode, value),
+            lambda pos: EVENT_SQE.pack(sqe_type, 0, 0, stream_id, pos & 0xFFFF, event_id, mode, value),
             self._costs.event_ns,
         )
 
     def submit_sdma(self, op: int, kind: int, src: int, dst: int, length: int, value: int = 0) -> int:
         """Send a copy or memset SQE."""
-        flags, stream_id = self.sqe_flags, self.stream_id
+        stream_id = self.stream_id
         return self._submit(
-            lambda pos: SDMA_SQE.pack(
-                SqeType.SDMA, flags, 0, stream_id, pos & 0xFFFF, op, kind, value, src, dst, length
-            ),
+            lambda pos: SDMA_SQE.pack(SqeType.SDMA, 0, 0, stream_id, pos & 0xFFFF, op, kind, value, src, dst, length),
             self._costs.memcpy_async_ns,
         )
 
@@ -206,9 +199,9 @@ class Stream:
         if self.destroyed:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self._clock.now_ns += self._costs.sync_ns
-        timeout_ns = None if timeout_ms is None or timeout_ms < 0 else int(timeout_ms * 1_000_000)
+        wait_ns = timeout_ns(timeout_ms)
         try:
-            finished = self._driver.sq_wait(self.device_id, self.sq_id, self.tail, timeout_ns)
+            finished = self._driver.sq_wait(self.device_id, self.sq_id, self.tail, wait_ns)
         except DriverError as exc:
             raise CannTimeout(exc.code, str(exc)) from None
         self.context.drain_reports()
