@@ -7,13 +7,12 @@ import typer
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the CANN runtime on a simulated NPU")
 
 
-def _register_optional_commands() -> None:
-    """Attach commands whose modules may be absent in a partial checkout."""
-    __import__("cannrt.acl_exec", fromlist=["register"]).register(app)
-    try:
-        from cannrt.memory.planner.cli import register as register_plan
-    except ImportError:
-        return
+def _register_commands() -> None:
+    """Attach the commands that live with their subsystems (exec, plan)."""
+    from cannrt import acl_exec
+    from cannrt.memory.planner.cli import register as register_plan
+
+    acl_exec.register(app)
     register_plan(app)
 
 
@@ -44,7 +43,7 @@ def compare(
     raise typer.Exit(run_compare(npu_dir, bench_dir, out))
 
 
-_register_optional_commands()
+_register_commands()
 
 
 def main() -> None:

@@ -50,6 +50,14 @@ class ChipSpec:
         """Physical AI core ids in logical order (disabled ones skipped)."""
         return tuple(i for i in range(self.aicore_count) if i not in self.disabled_cores)
 
+    def vector_cores_per_core(self) -> int:
+        """Vector cores that come with each AI core."""
+        return max(1, self.vector_core_count // max(1, self.aicore_count))
+
+    def usable_cores(self, vector: bool) -> int:
+        """Enabled cores of one kind: AI cores, or the vector cores beside the enabled AI cores."""
+        return len(self.enabled_cores()) * (self.vector_cores_per_core() if vector else 1)
+
 
 PRESETS: dict[str, ChipSpec] = {
     "Ascend910B1": ChipSpec(),

@@ -95,7 +95,6 @@ class CannError(Exception):
         super().__init__(f"[{error_name(code)} {code}] {message}")
         self.code = int(code)
         self.detail = message
-        self.numbers = numbers
         for key, value in numbers.items():
             setattr(self, key, value)
 

@@ -71,7 +71,7 @@ class Timeline:
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = 0
         cores = self.chip.enabled_cores()
-        per_core = max(1, self.chip.vector_core_count // max(1, self.chip.aicore_count))
+        per_core = self.chip.vector_cores_per_core()
         # per engine kind, a heap of (free at, physical core id): least-loaded first, then lowest id
         self.core_heaps: dict[int, list[tuple[int, int]]] = {
             CoreKind.AICORE: [(0, core) for core in cores],

@@ -6,7 +6,7 @@ import heapq
 from typing import NamedTuple
 
 from cannrt.config import ChipSpec, DeviceCosts
-from cannrt.device.descriptors import TensorArg
+from cannrt.device.descriptors import CoreKind, TensorArg
 from cannrt.kernels.cost import block_cost
 from cannrt.kernels.registry import get_kernel
 
@@ -47,7 +47,7 @@ def model_us(anchor: Anchor, chip: ChipSpec | None = None, costs: DeviceCosts | 
     costs = costs or DeviceCosts()
     kernel = get_kernel(anchor.kernel)
     work = kernel.work(anchor.args)
-    cores = len(chip.enabled_cores()) * (2 if kernel.core_kind else 1)
+    cores = chip.usable_cores(kernel.core_kind == CoreKind.AIVEC)
     heap = [(0.0, core) for core in range(cores)]
     active = min(anchor.block_dim, cores)
     end = 0.0

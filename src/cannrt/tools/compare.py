@@ -67,7 +67,7 @@ def _metrics(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     size = max(1, a.size)
     return {
         "cosine": cosine,
-        "euc": float(np.linalg.norm(a - b)),
+        "euc": float(np.linalg.norm(diff)),
         "max_abs": float(diff.max()) if a.size else 0.0,
         "max_rel": float(relative.max()) if a.size else 0.0,
         "one_thousandth": float(np.count_nonzero(relative < 0.001)) / size,
@@ -92,9 +92,7 @@ def compare_tensor(op: DumpedOp, npu: DumpedTensor, bench: DumpedTensor | None) 
     if npu.array.shape != bench.array.shape:
         return CompareRow(op, npu, bench, {}, False, f"shape mismatch {npu.array.shape} vs {bench.array.shape}")
     metrics = tensor_metrics(npu.array, bench.array)
-    message = ""
-    if not np.all(np.isfinite(npu.array.astype(np.float64))):
-        message = "NPU has NaN/Inf"
+    message = "" if np.all(np.isfinite(npu.array.astype(np.float64))) else "NPU has NaN/Inf"
     return CompareRow(op, npu, bench, metrics, accuracy_reached(metrics) and not message, message)
 
 
@@ -119,14 +117,10 @@ def compare_dirs(npu_dir: str | Path, bench_dir: str | Path) -> list[CompareRow]
 
 def first_divergent(rows: list[CompareRow]) -> DumpedOp | None:
     """The earliest op (in execution order) whose inputs pass and whose outputs fail."""
-    by_op: dict[int, list[CompareRow]] = {}
-    order: list[DumpedOp] = []
+    by_op: dict[int, tuple[DumpedOp, list[CompareRow]]] = {}  # insertion order = execution order
     for row in rows:
-        if id(row.op) not in by_op:
-            order.append(row.op)
-        by_op.setdefault(id(row.op), []).append(row)
-    for op in order:
-        op_rows = by_op[id(op)]
+        by_op.setdefault(id(row.op), (row.op, []))[1].append(row)
+    for op, op_rows in by_op.values():
         inputs_pass = all(r.reached for r in op_rows if r.npu.role == "input")
         outputs_fail = any(not r.reached for r in op_rows if r.npu.role == "output")
         if inputs_pass and outputs_fail:

@@ -52,10 +52,8 @@ def check_group(group: str) -> str:
 
 
 def core_count(record: TaskRecord, chip: ChipSpec) -> int:
-    """Cores of the kind the kernel runs on (vector cores, or enabled AI cores)."""
-    if record.core_kind == CoreKind.AIVEC:
-        return chip.vector_core_count
-    return len(chip.enabled_cores())
+    """Enabled cores of the kind the kernel runs on (vector cores, or AI cores)."""
+    return chip.usable_cores(record.core_kind == CoreKind.AIVEC)
 
 
 def core_time(record: TaskRecord, chip: ChipSpec) -> CoreTime:
