@@ -142,14 +142,12 @@ def load_settings(path: str | os.PathLike[str] | None = None) -> Settings:
     """Settings from defaults, then a TOML file, then environment variables."""
     settings = Settings()
     path = path or os.environ.get("CANNRT_CONFIG")
-    if path:
-        data = tomllib.loads(Path(path).read_text())
-        preset = data.get("chip", {}).pop("preset", None) if isinstance(data.get("chip"), dict) else None
-        if preset:
-            settings = settings.with_chip(preset)
-        settings = _merge(settings, data)
-    if "CANNRT_CHIP" in os.environ:
-        settings = settings.with_chip(os.environ["CANNRT_CHIP"])
+    data = tomllib.loads(Path(path).read_text()) if path else {}
+    preset = data.get("chip", {}).pop("preset", None) if isinstance(data.get("chip"), dict) else None
+    preset = os.environ.get("CANNRT_CHIP", preset)  # the preset first, the file's chip fields on top
+    if preset:
+        settings = settings.with_chip(preset)
+    settings = _merge(settings, data) if data else settings
     if "CANNRT_DEVICE_COUNT" in os.environ:
         settings = dataclasses.replace(settings, device_count=int(os.environ["CANNRT_DEVICE_COUNT"]))
     if "CANNRT_HBM_GIB" in os.environ:
