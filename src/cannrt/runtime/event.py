@@ -141,7 +141,10 @@ class Event:
                     ErrorCode.RT_EVENT_TIMESTAMP_INVALID,
                     f"event {event.event_id} was created without ACL_EVENT_TIME_LINE (flags 0x{event.flags:x})",
                 )
-        start = self.timestamp_ns()  # the start's error (not recorded, not complete) comes first
+        for event in (self, end):  # "never recorded" is reported before "not complete"
+            if event.records == 0:
+                raise CannError(ErrorCode.RT_INVALID_HANDLE, f"event {event.event_id} was never recorded")
+        start = self.timestamp_ns()
         return (end.timestamp_ns() - start) / 1e6
 
     def destroy(self) -> None:
