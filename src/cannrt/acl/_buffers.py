@@ -12,7 +12,7 @@ import numpy as np
 
 from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
-from cannrt.acl._state import api, as_handle, as_int, as_int_list, as_str, fail, on_finalize, record_error
+from cannrt.acl._state import api, as_handle, as_int, as_int_list, as_str, fail, on_finalize, record_error, require
 from cannrt.dtypes import ACL_TO_NUMPY
 from cannrt.errors import ErrorCode
 
@@ -65,10 +65,7 @@ def create_data_buffer(data: int, size: int) -> int:
 
 def buffer_of(handle: object) -> DataBuffer:
     """The data buffer behind a handle; ACL_ERROR_INVALID_PARAM otherwise."""
-    buffer = BUFFERS.get(as_handle("data_buffer", handle))
-    if buffer is None:
-        raise fail(ErrorCode.INVALID_PARAM, f"{handle!r} is not a data buffer")
-    return buffer
+    return require(BUFFERS, "data_buffer", handle, "a data buffer")
 
 
 @api()
@@ -115,10 +112,7 @@ def create_tensor_desc(data_type: int, dims: list[int] | tuple[int, ...], format
 
 def desc_of(handle: object) -> TensorDesc:
     """The tensor description behind a handle; ACL_ERROR_INVALID_PARAM otherwise."""
-    desc = DESCS.get(as_handle("desc", handle))
-    if desc is None:
-        raise fail(ErrorCode.INVALID_PARAM, f"{handle!r} is not a tensor description")
-    return desc
+    return require(DESCS, "desc", handle, "a tensor description")
 
 
 def destroy_tensor_desc(desc: int) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
-from cannrt.acl._state import api, as_handle, as_int, current_context, fail, on_finalize, runtime
+from cannrt.acl._state import api, as_handle, as_int, current_context, fail, on_finalize, require, runtime
 from cannrt.errors import ErrorCode
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
@@ -88,12 +88,9 @@ def malloc_physical(size: int, prop: dict[str, Any] | None, flags: int) -> int:
 
 
 def _physical_of(handle: object) -> _Physical:
-    key = as_handle("handle", handle)
+    as_handle("handle", handle)
     runtime()
-    entry = _physical.get(key)
-    if entry is None:
-        raise fail(ErrorCode.RT_INVALID_HANDLE, f"{handle!r} is not a handle from malloc_physical")
-    return entry
+    return require(_physical, "handle", handle, "a handle from malloc_physical", ErrorCode.RT_INVALID_HANDLE)
 
 
 @api()

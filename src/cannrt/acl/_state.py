@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cannrt.runtime.stream import Stream
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class ArgTypeError(TypeError):
@@ -156,6 +157,14 @@ def as_int(name: str, value: object) -> int:
 def as_handle(name: str, value: object) -> int:
     """A pointer/handle argument: an int, or None for the null handle."""
     return 0 if value is None else as_int(name, value)
+
+
+def require(table: HandleTable[T], name: str, value: object, what: str, code: int = ErrorCode.INVALID_PARAM) -> T:
+    """The object behind handle argument `name`; `code` ("... is not `what`") otherwise."""
+    found = table.get(as_handle(name, value))
+    if found is None:
+        raise fail(code, f"{value!r} is not {what}")
+    return found
 
 
 def as_str(name: str, value: object) -> str:

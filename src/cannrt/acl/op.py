@@ -24,6 +24,7 @@ from cannrt.acl._state import (
     as_str,
     fail,
     on_finalize,
+    require,
     runtime,
     stream_of,
 )
@@ -48,10 +49,7 @@ def destroy_attr(attr: int) -> None:
 
 
 def _attr_table(attr: object) -> dict[str, Any]:
-    table = _attrs.get(as_handle("attr", attr))
-    if table is None:
-        raise fail(ErrorCode.INVALID_PARAM, f"{attr!r} is not an attribute set from create_attr")
-    return table
+    return require(_attrs, "attr", attr, "an attribute set from create_attr")
 
 
 def _as_float(name: str, value: object) -> float:
@@ -183,11 +181,9 @@ def create_handle(op_type: str, input_desc: list[int], output_desc: list[int], o
 @api()
 def execute_with_handle(handle: int, inputs: list[int], outputs: list[int], stream: int) -> None:
     """Run an operator from create_handle on stream, asynchronously (aclopExecWithHandle)."""
-    key = as_handle("handle", handle)
+    as_handle("handle", handle)
     runtime()
-    plan = _handles.get(key)
-    if plan is None:
-        raise fail(ErrorCode.INVALID_PARAM, f"{handle!r} is not an operator handle from create_handle")
+    plan = require(_handles, "handle", handle, "an operator handle from create_handle")
     _launch(plan, inputs, outputs, stream)
 
 

@@ -14,7 +14,18 @@ from typing import Any
 
 from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
-from cannrt.acl._state import api, as_handle, as_int, as_int_list, as_str, fail, on_finalize, record_error, runtime
+from cannrt.acl._state import (
+    api,
+    as_handle,
+    as_int,
+    as_int_list,
+    as_str,
+    fail,
+    on_finalize,
+    record_error,
+    require,
+    runtime,
+)
 from cannrt.errors import ErrorCode
 from cannrt.profiling import Profile, profile
 
@@ -89,10 +100,7 @@ def destroy_config(config: int) -> None:
 
 
 def _config_of(config: object) -> ProfConfig:
-    found = _configs.get(as_handle("config", config))
-    if found is None:
-        raise fail(ErrorCode.INVALID_PARAM, f"{config!r} is not a profiling configuration")
-    return found
+    return require(_configs, "config", config, "a profiling configuration")
 
 
 @api()
