@@ -3,7 +3,7 @@
 - device/ (the simulated NPU) imports nothing above the driver: not cannrt.runtime, memory, tools,
   acl, api or driver, neither directly nor through the modules it does import.
 - the runtime reaches the device only through the driver: from cannrt.device it imports the shared
-  hardware formats (cannrt.device.descriptors) and nothing else.
+  hardware formats (cannrt.abi) and nothing else.
 
 Parsed with ast, so imports inside functions and under TYPE_CHECKING count too.
 """
@@ -19,7 +19,7 @@ import cannrt
 
 SRC = Path(cannrt.__file__).parent
 ABOVE_DEVICE = ("cannrt.runtime", "cannrt.memory", "cannrt.tools", "cannrt.acl", "cannrt.api", "cannrt.driver")
-RUNTIME_MAY_USE_FROM_DEVICE = ("cannrt.device.descriptors",)
+RUNTIME_MAY_USE_FROM_DEVICE = ("cannrt.abi",)
 
 
 def _module_name(path: Path) -> str:
@@ -99,7 +99,7 @@ def _closure(start: Path) -> dict[str, list[str]]:
 def test_the_layer_packages_exist() -> None:
     for package in ("device", "driver", "runtime", "kernels"):
         assert _files(package), package
-    assert (SRC / "device" / "descriptors.py").is_file()
+    assert (SRC / "abi" / "__init__.py").is_file()
 
 
 @pytest.mark.parametrize("path", _files("device"), ids=lambda p: p.name)
@@ -128,7 +128,7 @@ def test_the_runtime_imports_nothing_from_the_device_but_the_hardware_formats_at
 
 def test_the_runtime_does_import_the_hardware_formats() -> None:
     """The rule is about a real dependency: the runtime packs descriptors itself."""
-    assert any("cannrt.device.descriptors" in _imports(path) for path in _files("runtime"))
+    assert any("cannrt.abi" in _imports(path) for path in _files("runtime"))
 
 
 def test_the_runtime_imports_nothing_from_the_device_but_the_hardware_formats_even_for_types() -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cannrt import memory_pool
-from cannrt.device.descriptors import TensorArg
+from cannrt.abi import TensorArg
 from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.caching import Block

@@ -16,8 +16,8 @@ from typing import Any
 
 from rich.table import Table
 
+from cannrt.abi import TaskRecord
 from cannrt.config import ChipSpec, HostCosts
-from cannrt.device.descriptors import TaskRecord
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.core import Runtime, get_runtime
 from cannrt.runtime.tracing import ApiRecord

@@ -11,7 +11,7 @@ import pytest
 
 import cannrt
 from cannrt import CannError, Device, ErrorCode, Kernel, Work, register_kernel
-from cannrt.device.descriptors import SqeType
+from cannrt.abi import SqeType
 from cannrt.kernels.registry import ArgSpecs
 from cannrt.runtime.core import Runtime
 

@@ -10,8 +10,8 @@ import pytest
 
 import cannrt
 from cannrt import CannError, Device, ErrorCode, Kernel, KernelArgumentError, Work, kernel_names, register_kernel
+from cannrt.abi import CoreKind, SqeType, TensorArg
 from cannrt.config import DeviceCosts
-from cannrt.device.descriptors import CoreKind, SqeType, TensorArg
 from cannrt.kernels.registry import ArgSpecs, require_tensors
 from cannrt.runtime.core import Runtime
 

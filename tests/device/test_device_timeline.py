@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cannrt.abi import SqeType, TensorArg
 from cannrt.config import ChipSpec, DeviceCosts, chip_preset
-from cannrt.device.descriptors import SqeType, TensorArg
 from cannrt.device.timeline import TaskRecord
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime, tensor_arg

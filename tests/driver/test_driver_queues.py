@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cannrt.config import ChipSpec, Settings
-from cannrt.device.descriptors import (
+from cannrt.abi import (
     EVENT_SQE,
     KERNEL_SQE,
     SQE_BYTES,
@@ -26,7 +25,9 @@ from cannrt.device.descriptors import (
     decode_cqes,
     pack_params,
 )
-from cannrt.driver.hal import Driver, DriverError, Resource
+from cannrt.config import ChipSpec, Settings
+from cannrt.driver.hal import Driver, Resource
+from cannrt.errors import CannError
 from cannrt.kernels import Kernel, Work, register_kernel
 
 STREAM_ID = 5
@@ -230,7 +231,7 @@ def test_driver_memory_errors_carry_runtime_codes(session: Session) -> None:
         (lambda: driver.mem_read(session.asid, session.params + (1 << 20), 4), 107000),
     ]
     for call, code in cases:
-        with pytest.raises(DriverError) as info:
+        with pytest.raises(CannError) as info:
             call()
         assert info.value.code == code, info.value
 
@@ -243,10 +244,10 @@ def test_reserve_map_unmap_release(session: Session) -> None:
     driver.mem_map(session.asid, va, 2 << 20, 0, handle)
     driver.mem_write(session.asid, va + 100, b"hello")
     assert driver.mem_read(session.asid, va + 100, 5) == b"hello"
-    with pytest.raises(DriverError) as info:
+    with pytest.raises(CannError) as info:
         driver.mem_read(session.asid, va + (2 << 20), 1)  # reserved but unmapped half
     assert info.value.code == 107000
-    with pytest.raises(DriverError):
+    with pytest.raises(CannError):
         driver.mem_map(session.asid, va + (2 << 20), 4 << 20, 0, handle)  # larger than the handle
     driver.mem_unmap(session.asid, va)
     driver.mem_physical_free(0, handle)

@@ -8,7 +8,7 @@ import pytest
 
 from cannrt import CannError
 from cannrt.config import ChipSpec, Settings
-from cannrt.driver.hal import Driver, DriverError, Resource
+from cannrt.driver.hal import Driver, Resource
 from cannrt.runtime.core import Runtime
 
 
@@ -34,7 +34,7 @@ def test_ids_are_handed_out_from_zero_per_device_and_kind(driver: Driver) -> Non
 def test_an_exhausted_pool_refuses_with_its_code(driver: Driver, kind: Resource, limit: int, code: int) -> None:
     ids = [driver.resource_alloc(0, kind) for _ in range(limit)]
     assert ids == list(range(limit))
-    with pytest.raises(DriverError) as info:
+    with pytest.raises(CannError) as info:
         driver.resource_alloc(0, kind)
     assert info.value.code == code
     assert f"limit {limit}" in str(info.value)
@@ -47,17 +47,17 @@ def test_freed_ids_come_back_lowest_first(driver: Driver) -> None:
     driver.resource_free(0, Resource.EVENT, 2)
     assert driver.resource_alloc(0, Resource.EVENT) == 2
     assert driver.resource_alloc(0, Resource.EVENT) == 5
-    with pytest.raises(DriverError):
+    with pytest.raises(CannError):
         driver.resource_alloc(0, Resource.EVENT)
 
 
 def test_devices_that_do_not_exist_or_are_not_open_are_refused() -> None:
     drv = Driver(Settings(device_count=2, watchdog_s=10.0))
     try:
-        with pytest.raises(DriverError) as info:
+        with pytest.raises(CannError) as info:
             drv.open(2)
         assert info.value.code == 107001
-        with pytest.raises(DriverError) as info:
+        with pytest.raises(CannError) as info:
             drv.resource_alloc(1, Resource.EVENT)  # exists, not open
         assert info.value.code == 107001
         assert drv.device_count() == 2

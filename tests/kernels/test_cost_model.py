@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from cannrt.abi import TensorArg
 from cannrt.config import ChipSpec
-from cannrt.device.descriptors import TensorArg
 from cannrt.kernels import get_kernel
 from cannrt.kernels.calibration import ANCHORS, model_us
 from cannrt.kernels.cost import block_cost

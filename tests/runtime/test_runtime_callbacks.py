@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cannrt import CannError, ErrorCode
+from cannrt.abi import SqeType
 from cannrt.config import HostCosts
-from cannrt.device.descriptors import SqeType
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime
 from cannrt.runtime.memory_ops import MemcpyKind

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from cannrt import CannError, CannTimeout, ErrorCode
-from cannrt.device.descriptors import SqeType
+from cannrt.abi import SqeType
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime
 from cannrt.runtime.event import EVENT_SYNC

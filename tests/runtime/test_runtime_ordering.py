@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from cannrt.device.descriptors import SqeType
+from cannrt.abi import SqeType
 from cannrt.kernels import Kernel, Work, register_kernel
 
 if TYPE_CHECKING:
-    from cannrt.device.descriptors import TensorArg
+    from cannrt.abi import TensorArg
     from conftest import Npu
 
 STREAMS = 8

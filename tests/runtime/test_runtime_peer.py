@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
+from cannrt.abi import SqeType
 from cannrt.config import ChipSpec, DeviceCosts
-from cannrt.device.descriptors import SqeType
 from cannrt.runtime import memory_ops
 from cannrt.runtime.memory_ops import MemcpyKind
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from cannrt import CannError, CannTimeout, ErrorCode
+from cannrt.abi import SqeType
 from cannrt.config import DeviceCosts, HostCosts
-from cannrt.device.descriptors import SqeType
 from cannrt.runtime import memory_ops
 
 if TYPE_CHECKING:

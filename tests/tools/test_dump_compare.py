@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 import cannrt
+from cannrt.abi import TensorArg
 from cannrt.cli import app
-from cannrt.device.descriptors import TensorArg
 from cannrt.kernels import Kernel, Work, register_kernel
 from cannrt.tools.compare import accuracy_reached, compare_dirs, first_divergent, tensor_metrics
 from cannrt.tools.dump import load_dump, load_dump_dir

@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cannrt.device.descriptors import (
+from cannrt.abi import (
     DUMP,
-    MEMCPY_DEVICE_TO_HOST,
-    MEMCPY_HOST_TO_DEVICE,
-    MEMCPY_HOST_TO_HOST,
     CallbackSqe,
+    CopyKind,
     CoreKind,
     DumpRecord,
     DumpTensor,
@@ -27,12 +25,12 @@ from cannrt.device.descriptors import (
     SdmaSqe,
     SqeType,
     TensorArg,
+    tensor_nbytes,
 )
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.task import Task
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.registry import tensor_nbytes
 
 if TYPE_CHECKING:
     from cannrt.device.npu import Npu
@@ -300,7 +298,7 @@ class Executor:
         sqe = task.sqe
         assert isinstance(sqe, SdmaSqe)
         try:
-            if sqe.op == SdmaOp.MEMSET and sqe.kind == MEMCPY_HOST_TO_HOST:
+            if sqe.op == SdmaOp.MEMSET and sqe.kind == CopyKind.HOST_TO_HOST:
                 host_array(sqe.dst, sqe.length)[...] = sqe.memset_value
             elif sqe.op == SdmaOp.MEMSET:
                 for part in self._device_parts(task, sqe.dst, sqe.length, "write"):
@@ -311,11 +309,11 @@ class Executor:
             self._fail(task, SYS_DMA, ERROR_TYPE_MEMORY, ("SDMA_ADDR_ERROR",), str(fault))
 
     def _copy(self, task: Task, sqe: SdmaSqe) -> None:
-        if sqe.kind in (MEMCPY_HOST_TO_HOST, MEMCPY_HOST_TO_DEVICE):
+        if CopyKind(sqe.kind).reads_host:
             source = [host_array(sqe.src, sqe.length)]
         else:
             source = self._device_parts(task, sqe.src, sqe.length, "read")
-        if sqe.kind in (MEMCPY_HOST_TO_HOST, MEMCPY_DEVICE_TO_HOST):
+        if CopyKind(sqe.kind).writes_host:
             target = [host_array(sqe.dst, sqe.length)]
         else:
             target = self._device_parts(task, sqe.dst, sqe.length, "write")

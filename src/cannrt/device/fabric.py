@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import MEMCPY_DEVICE_TO_HOST, MEMCPY_HOST_TO_DEVICE
+from cannrt.abi import CopyKind
 from cannrt.device.memory import VA_SPACE_BASE, VA_SPACE_SHIFT, AddressSpace, DeviceFault
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class Fabric:
         peer link between devices, half of HBM within one device (read and write share it)."""
         if memset:
             return chip.hbm_bandwidth_gbps
-        if kind in (MEMCPY_HOST_TO_DEVICE, MEMCPY_DEVICE_TO_HOST):
+        if CopyKind(kind).crosses_pcie:
             return chip.pcie_bandwidth_gbps
         source, target = self.owner(src), self.owner(dst)
         if source is not None and target is not None and source.device_id != target.device_id:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from cannrt.abi import PipeTimes, TensorArg, Work, tensor_nbytes
 from cannrt.config import ChipSpec
-from cannrt.device.descriptors import TensorArg
 from cannrt.device.l2 import L2Model
-from cannrt.kernels.cost import PipeTimes, block_cost
-from cannrt.kernels.registry import Kernel, Work, tensor_nbytes
+from cannrt.kernels.cost import block_cost
+from cannrt.kernels.registry import Kernel
 
 if TYPE_CHECKING:
     from cannrt.device.task import Task

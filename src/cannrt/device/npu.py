@@ -11,10 +11,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from cannrt.config import Settings
-from cannrt.device import sq_mapping
-from cannrt.device.clock import HostClock
-from cannrt.device.descriptors import (
+from cannrt.abi import (
     SQE_BYTES,
     CallbackSqe,
     DescriptorError,
@@ -26,6 +23,9 @@ from cannrt.device.descriptors import (
     decode_sqe,
     unpack_params,
 )
+from cannrt.config import Settings
+from cannrt.device import sq_mapping
+from cannrt.device.clock import HostClock
 from cannrt.device.executor import KERNEL_LOOKUP, TASK_TYPE_NOT_SUPPORT, Executor
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import DeviceFault, Hbm

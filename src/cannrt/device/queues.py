@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import CQE, KernelSqe
+from cannrt.abi import CQE, KernelSqe
 
 if TYPE_CHECKING:
     from cannrt.device.task import Task

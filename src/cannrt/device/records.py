@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
+from cannrt.abi import KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
 
 if TYPE_CHECKING:
+    from cannrt.abi import Work
     from cannrt.device.task import Task
-    from cannrt.kernels.registry import Work
 
 MEMSET_KIND = -2  # TaskRecord.copy_kind of an SDMA memset
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from cannrt.device.descriptors import DumpRecord, ExceptionRecord
+from cannrt.abi import DumpRecord, ExceptionRecord
 
 if TYPE_CHECKING:
-    from cannrt.device.descriptors import ParamValue, Sqe
+    from cannrt.abi import ParamValue, Sqe
     from cannrt.device.queues import SubmissionQueue
     from cannrt.kernels.registry import Kernel
 

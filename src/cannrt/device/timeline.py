@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import (
+from cannrt.abi import (
     WR_CQE,
     CoreKind,
     EventMode,

@@ -1,4 +1,4 @@
-"""What every part of the driver shares: its error type, its lock discipline, address spaces."""
+"""What every part of the driver shares: its lock discipline and address spaces."""
 
 from __future__ import annotations
 
@@ -32,14 +32,6 @@ def serialised(method: Callable[Concatenate[L, P], R]) -> Callable[Concatenate[L
             return method(self, *args, **kwargs)
 
     return locked
-
-
-class DriverError(Exception):
-    """A driver call failed; code is the ACL runtime error code."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The driver: the only door between the runtime and the device (models the CANN hal layer).
 
 Everything crosses as integers and bytes: resource ids, SQE bytes in, CQE bytes out, addresses.
-Errors are DriverError with the ACL runtime code the runtime should report.
+Errors are CannErrors with the ACL runtime code, raised where they are detected.
 """
 
 from __future__ import annotations
@@ -10,23 +10,20 @@ import threading
 from collections.abc import Callable
 from enum import IntEnum
 
-from cannrt.config import Settings
-from cannrt.device.clock import HostClock
-from cannrt.device.descriptors import (
-    MEMCPY_DEVICE_TO_DEVICE,
-    MEMCPY_DEVICE_TO_HOST,
-    MEMCPY_HOST_TO_DEVICE,
-    MEMCPY_HOST_TO_HOST,
+from cannrt.abi import (
     DumpRecord,
     EventMode,
     ExceptionRecord,
     TaskRecord,
 )
+from cannrt.config import Settings
+from cannrt.device.clock import HostClock
 from cannrt.device.fabric import Fabric
 from cannrt.device.npu import DeviceHang, Npu
 from cannrt.device.queues import TailRegister as TailRegister
-from cannrt.driver.base import DriverError, SpaceInfo, serialised
+from cannrt.driver.base import SpaceInfo, serialised
 from cannrt.driver.memory_calls import MemoryCalls
+from cannrt.errors import CannError, CannTimeout, ErrorCode
 
 
 class Resource(IntEnum):
@@ -92,19 +89,21 @@ class Driver(MemoryCalls):
 
     def _check_dev(self, dev: int) -> None:
         if not 0 <= dev < self.settings.device_count:
-            raise DriverError(107001, f"device {dev} does not exist (0..{self.settings.device_count - 1})")
+            raise CannError(
+                ErrorCode.RT_INVALID_DEVICEID, f"device {dev} does not exist (0..{self.settings.device_count - 1})"
+            )
 
     def _npu(self, dev: int) -> Npu:
         try:
             return self._devices[dev]
         except KeyError:
             self._check_dev(dev)
-            raise DriverError(107001, f"device {dev} is not open") from None
+            raise CannError(ErrorCode.RT_INVALID_DEVICEID, f"device {dev} is not open") from None
 
     # -- resource ids ------------------------------------------------------------------------
     @serialised
     def resource_alloc(self, dev: int, kind: Resource) -> int:
-        """Allocate a resource id; DriverError 207005/207007/207008 when exhausted."""
+        """Allocate a resource id; CannError RT_RESOURCE_ALLOC_FAIL/207007/207008 when exhausted."""
         self._npu(dev)
         next_id, free = self._ids.get((dev, kind), (0, set()))
         if free:
@@ -114,8 +113,11 @@ class Driver(MemoryCalls):
             rid = next_id
             next_id += 1
         else:
-            code = {Resource.EVENT: 207007, Resource.STREAM: 207008}.get(kind, 207005)
-            raise DriverError(code, f"no free {kind.name.lower()} id on device {dev} (limit {self._limits[kind]})")
+            code = {
+                Resource.EVENT: ErrorCode.RT_NO_EVENT_RESOURCE,
+                Resource.STREAM: ErrorCode.RT_NO_STREAM_RESOURCE,
+            }.get(kind, ErrorCode.RT_RESOURCE_ALLOC_FAIL)
+            raise CannError(code, f"no free {kind.name.lower()} id on device {dev} (limit {self._limits[kind]})")
         self._ids[(dev, kind)] = (next_id, free)
         if kind == Resource.EVENT:
             self._devices[dev].clear_event_slot(rid)
@@ -223,7 +225,7 @@ class Driver(MemoryCalls):
         try:
             return npu.wait_until(done, timeout_ns)
         except DeviceHang as exc:
-            raise DriverError(507046, f"watchdog: {exc}") from None
+            raise CannTimeout(ErrorCode.RT_STREAM_SYNC_TIMEOUT, f"watchdog: {exc}") from None
 
     def exceptions(self, dev: int, start: int = 0) -> list[ExceptionRecord]:
         """Device exception records from index start."""
@@ -231,11 +233,11 @@ class Driver(MemoryCalls):
 
     # -- kernels, callbacks, tracing ---------------------------------------------------------
     def kernel_load(self, dev: int, name: str) -> int:
-        """Load a registered kernel binary; returns its entry PC. DriverError 507027 if unknown."""
+        """Load a registered kernel binary; returns its entry PC. CannError RT_KERNEL_LOOKUP if unknown."""
         try:
             return self._npu(dev).load_kernel(name)
         except KeyError:
-            raise DriverError(507027, f"no kernel named {name!r} is registered") from None
+            raise CannError(ErrorCode.RT_KERNEL_LOOKUP, f"no kernel named {name!r} is registered") from None
 
     def set_callback_sink(self, dev: int, sink: Callable[[int, int, int, int, int, int], None]) -> None:
         """Where callback reports of this device go."""
@@ -285,11 +287,6 @@ class Driver(MemoryCalls):
 
 
 __all__ = [
-    "MEMCPY_DEVICE_TO_DEVICE",
-    "MEMCPY_DEVICE_TO_HOST",
-    "MEMCPY_HOST_TO_DEVICE",
-    "MEMCPY_HOST_TO_HOST",
     "Driver",
-    "DriverError",
     "Resource",
 ]

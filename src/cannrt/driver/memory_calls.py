@@ -5,12 +5,8 @@ from __future__ import annotations
 import heapq
 import threading
 
+from cannrt.abi import CopyKind
 from cannrt.config import Settings
-from cannrt.device.descriptors import (
-    MEMCPY_DEVICE_TO_HOST,
-    MEMCPY_HOST_TO_DEVICE,
-    MEMCPY_HOST_TO_HOST,
-)
 from cannrt.device.executor import copy_parts, host_array
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import (
@@ -22,8 +18,9 @@ from cannrt.device.memory import (
     OutOfDeviceMemory,
 )
 from cannrt.device.npu import Npu
-from cannrt.driver.base import DriverError, SpaceInfo, serialised
+from cannrt.driver.base import SpaceInfo, serialised
 from cannrt.driver.vaspace import AddressRangeError, VaAllocator
+from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 
 
 class MemoryCalls:
@@ -50,7 +47,9 @@ class MemoryCalls:
             asid = self._next_asid
             self._next_asid += 1
         else:
-            raise DriverError(207005, f"no free address space (limit {MAX_ADDRESS_SPACES} live contexts)")
+            raise CannError(
+                ErrorCode.RT_RESOURCE_ALLOC_FAIL, f"no free address space (limit {MAX_ADDRESS_SPACES} live contexts)"
+            )
         space = AddressSpace(asid, dev)
         self._spaces[asid] = SpaceInfo(space, VaAllocator(space.base, space.limit), {})
         self.fabric.add(space)
@@ -73,7 +72,7 @@ class MemoryCalls:
         try:
             return self._spaces[asid]
         except KeyError:
-            raise DriverError(107002, f"address space {asid} does not exist") from None
+            raise CannError(ErrorCode.RT_CONTEXT_NULL, f"address space {asid} does not exist") from None
 
     @serialised
     def mem_alloc(self, asid: int, size: int, valid: int, huge: bool) -> int:
@@ -88,11 +87,11 @@ class MemoryCalls:
 
     @serialised
     def mem_free(self, asid: int, va: int) -> int:
-        """Free what mem_alloc made; returns the valid bytes. DriverError 107017 if va is unknown."""
+        """Free what mem_alloc made; returns the valid bytes. CannError RT_INVALID_HANDLE if va is unknown."""
         info = self._space(asid)
         handle = info.chunks.pop(va, None)
         if handle is None:
-            raise DriverError(107017, f"0x{va:x} is not the start of an allocation in this context")
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"0x{va:x} is not the start of an allocation in this context")
         mapping = info.space.unmap(va)
         info.va.release(va)
         self._npu(info.space.device_id).hbm.free(handle)
@@ -100,11 +99,17 @@ class MemoryCalls:
 
     @serialised
     def mem_physical_alloc(self, dev: int, size: int, huge: bool) -> int:
-        """Physical pages only; returns a handle. DriverError 207001 when HBM is full."""
+        """Physical pages only; returns a handle. CannError RT_MEMORY_ALLOCATION when HBM is full."""
         try:
             chunk = self._npu(dev).hbm.allocate(size, HUGE_PAGE if huge else NORMAL_PAGE)
         except OutOfDeviceMemory as exc:
-            raise DriverError(207001, f"device {dev} out of memory: {exc}") from None
+            raise OutOfMemoryError(
+                ErrorCode.RT_MEMORY_ALLOCATION,
+                f"device {dev}: requested {size} bytes, {exc.free} free of {exc.total}",
+                requested=size,
+                free=exc.free,
+                total=exc.total,
+            ) from None
         return chunk.handle
 
     @serialised
@@ -113,7 +118,7 @@ class MemoryCalls:
         try:
             self._npu(dev).hbm.free(handle)
         except KeyError:
-            raise DriverError(107017, f"physical handle {handle} does not exist") from None
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"physical handle {handle} does not exist") from None
 
     @serialised
     def mem_reserve(self, asid: int, size: int, alignment: int, expect: int) -> int:
@@ -124,7 +129,7 @@ class MemoryCalls:
         try:
             return info.va.reserve(size, alignment, expect)
         except AddressRangeError as exc:
-            raise DriverError(207001, str(exc)) from None
+            raise CannError(ErrorCode.RT_MEMORY_ALLOCATION, str(exc)) from None
 
     @serialised
     def mem_release(self, asid: int, va: int) -> None:
@@ -132,7 +137,7 @@ class MemoryCalls:
         try:
             self._space(asid).va.release(va)
         except AddressRangeError as exc:
-            raise DriverError(107017, str(exc)) from None
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, str(exc)) from None
 
     @serialised
     def mem_map(self, asid: int, va: int, size: int, offset: int, handle: int) -> None:
@@ -141,10 +146,12 @@ class MemoryCalls:
         try:
             chunk = self._npu(info.space.device_id).hbm.chunk(handle)
             if offset + size > chunk.size:
-                raise DriverError(107000, f"map of {size} bytes at offset {offset} exceeds handle of {chunk.size}")
+                raise CannError(
+                    ErrorCode.RT_PARAM_INVALID, f"map of {size} bytes at offset {offset} exceeds handle of {chunk.size}"
+                )
             info.space.map(va, chunk, offset, size, size)
         except (KeyError, ValueError) as exc:
-            raise DriverError(107000, f"cannot map 0x{va:x}: {exc}") from None
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"cannot map 0x{va:x}: {exc}") from None
 
     @serialised
     def mem_unmap(self, asid: int, va: int) -> None:
@@ -152,7 +159,7 @@ class MemoryCalls:
         try:
             self._space(asid).space.unmap(va)
         except KeyError:
-            raise DriverError(107017, f"nothing is mapped at 0x{va:x}") from None
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"nothing is mapped at 0x{va:x}") from None
 
     def mem_info(self, dev: int) -> tuple[int, int, int, int]:
         """(free, total, huge used, normal used) bytes of HBM."""
@@ -185,7 +192,9 @@ class MemoryCalls:
         try:
             self._space(asid).space.annotate(address, size)
         except KeyError:
-            raise DriverError(107000, f"0x{address:x} is not inside a mapping of address space {asid}") from None
+            raise CannError(
+                ErrorCode.RT_PARAM_INVALID, f"0x{address:x} is not inside a mapping of address space {asid}"
+            ) from None
 
     def mem_write(self, asid: int, va: int, data: bytes) -> None:
         """Write bytes into device memory from the host (argument areas, small uploads)."""
@@ -194,15 +203,12 @@ class MemoryCalls:
 
     def memcpy(self, asid: int, dst: int, src: int, count: int, kind: int) -> int:
         """Synchronous copy through SDMA; returns its modelled duration (ns)."""
-        if kind == MEMCPY_HOST_TO_HOST:
+        kind = CopyKind(kind)
+        if kind == CopyKind.HOST_TO_HOST:
             copy_parts([host_array(src, count)], [host_array(dst, count)])
             return count // 10  # host memcpy at about 10 GB/s
-        source = (
-            [host_array(src, count)] if kind == MEMCPY_HOST_TO_DEVICE else self._device_parts(asid, src, count, "read")
-        )
-        target = (
-            [host_array(dst, count)] if kind == MEMCPY_DEVICE_TO_HOST else self._device_parts(asid, dst, count, "write")
-        )
+        source = [host_array(src, count)] if kind.reads_host else self._device_parts(asid, src, count, "read")
+        target = [host_array(dst, count)] if kind.writes_host else self._device_parts(asid, dst, count, "write")
         copy_parts(source, target)
         gbps = self.fabric.copy_bandwidth(self.settings.chip, False, kind, src, dst)
         return self.settings.device_costs.copy_latency_ns + int(count / gbps)
@@ -225,4 +231,4 @@ class MemoryCalls:
             space = self.fabric.resolve(address, asid, info.space.device_id, kind, count)
             return space.segments(address, count, kind)
         except DeviceFault as fault:
-            raise DriverError(107000, str(fault)) from None
+            raise CannError(ErrorCode.RT_PARAM_INVALID, str(fault)) from None

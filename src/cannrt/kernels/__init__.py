@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from cannrt.abi import Work
 from cannrt.kernels import builtins as _builtins  # noqa: F401  (registers the built-ins)
 from cannrt.kernels.registry import (
     Kernel,
     KernelArgumentError,
-    Work,
     get_kernel,
     kernel_names,
     register_kernel,

@@ -10,16 +10,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cannrt.device.descriptors import CoreKind, TensorArg
+from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
 from cannrt.kernels.registry import (
     ArgSpecs,
     Kernel,
     KernelArgumentError,
-    Work,
     register_kernel,
     require_tensors,
-    tensor_nbytes,
 )
 
 ELEMENTS_PER_UNIT = 4096  # elementwise tiling granule (16 KiB of fp32 in UB)

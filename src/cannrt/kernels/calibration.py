@@ -5,8 +5,8 @@ from __future__ import annotations
 import heapq
 from typing import NamedTuple
 
+from cannrt.abi import CoreKind, TensorArg
 from cannrt.config import ChipSpec, DeviceCosts
-from cannrt.device.descriptors import CoreKind, TensorArg
 from cannrt.kernels.cost import block_cost
 from cannrt.kernels.registry import get_kernel
 

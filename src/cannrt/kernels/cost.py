@@ -6,24 +6,11 @@ share of HBM / L2 bandwidth it needs, because the cube, vector and MTE pipes ove
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from cannrt.abi import PipeTimes, Work
 from cannrt.config import ChipSpec
-from cannrt.kernels.registry import Work
 
 CUBE_EFFICIENCY = 0.9  # sustained fraction of peak cube MACs on large tiles
 SCALAR_OPS_PER_CYCLE = 1.0
-
-
-class PipeTimes(NamedTuple):
-    """Busy nanoseconds per pipe for one block, and the block's duration."""
-
-    cube_ns: float
-    vector_ns: float
-    scalar_ns: float
-    mte2_ns: float  # GM -> on-chip reads through the core's port
-    mte3_ns: float  # on-chip -> GM writes through the core's port
-    total_ns: float
 
 
 def block_cost(work: Work, fraction: float, chip: ChipSpec, active_cores: int, l2_hit: float) -> PipeTimes:

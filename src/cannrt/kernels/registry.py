@@ -12,29 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from cannrt.device.descriptors import CoreKind, TensorArg
+from cannrt.abi import CoreKind, TensorArg, Work
 
 
 class KernelArgumentError(ValueError):
     """Arguments that do not fit a kernel's signature (shapes, dtypes, counts)."""
-
-
-@dataclass(frozen=True)
-class Work:
-    """What one launch of a kernel does, for the cost model (whole kernel, all blocks)."""
-
-    cube_flops: float = 0.0  # 2 x multiply-adds on the cube unit
-    cube_rate: float = 1.0  # throughput relative to fp16 (bf16 1, fp32 0.25, int8 2)
-    vector_ops: float = 0.0  # element operations on the vector unit
-    vector_rate: float = 1.0  # throughput relative to fp32 lanes (fp16 2)
-    scalar_ops: float = 0.0
-    bytes_read: int = 0  # unique bytes read from global memory (HBM, or L2 when resident)
-    bytes_written: int = 0
-    l2_bytes_read: int = 0  # re-reads of data already pulled on chip once (served by L2)
-    fixed_ns: int = 0  # per-block duration added to the roofline (spin)
-    units: int = 1  # indivisible work units the tiling spreads over blocks
 
 
 Args = Sequence[Any]  # numpy arrays for tensors, Python scalars otherwise
@@ -106,13 +88,6 @@ def current_kernel(name: str) -> Kernel | None:
 def kernel_names() -> list[str]:
     """Names of all registered kernels."""
     return sorted(_REGISTRY)
-
-
-def tensor_nbytes(spec: TensorArg) -> int:
-    """Bytes a tensor argument covers."""
-    from cannrt.dtypes import numpy_dtype
-
-    return int(np.prod(spec.shape, dtype=np.int64)) * numpy_dtype(spec.dtype).itemsize
 
 
 def require_tensors(name: str, specs: ArgSpecs, count: int, scalars: int = 0) -> list[TensorArg]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import decode_cqes
-from cannrt.driver.hal import DriverError
+from cannrt.abi import CQE_DISCARDED, decode_cqes
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.event import Event
 from cannrt.runtime.stream import Stream
@@ -17,10 +16,8 @@ from cannrt.runtime.tracing import api_call
 from cannrt.tools.exception_report import format_exception_record
 
 if TYPE_CHECKING:
-    from cannrt.device.descriptors import ExceptionRecord
+    from cannrt.abi import ExceptionRecord
     from cannrt.runtime.core import Runtime
-
-DISCARDED_FLAG = 1
 
 
 class Context:
@@ -86,10 +83,7 @@ class Context:
 
     def allocate_internal(self, size: int) -> int:
         """Device memory the runtime itself uses (argument areas)."""
-        try:
-            va = self.runtime.driver.mem_alloc(self.asid, size, size, False)
-        except DriverError as exc:
-            raise CannError(exc.code, str(exc)) from None
+        va = self.runtime.driver.mem_alloc(self.asid, size, size, False)
         self._internal.add(va)
         return va
 
@@ -125,7 +119,7 @@ class Context:
             stream = self.streams.get(cqe.sq_id)
             if stream is not None and not stream.error_code:
                 stream.error_code = cqe.error_code
-            if cqe.flags & DISCARDED_FLAG:
+            if cqe.flags & CQE_DISCARDED:
                 continue
             if not self.sticky_code:
                 self.sticky_code = cqe.error_code

@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from cannrt.abi import DUMP, DescriptorError, ParamValue, TensorArg, pack_params
 from cannrt.config import Settings, load_settings
-from cannrt.device.descriptors import DUMP, DescriptorError, ParamValue, TensorArg, pack_params
-from cannrt.driver.hal import Driver, DriverError
+from cannrt.driver.hal import Driver
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
 from cannrt.kernels.registry import LAUNCH_GENERATION, Kernel, current_kernel, invalidate_launches
@@ -24,7 +24,7 @@ from cannrt.runtime.stream import timeout_ns
 from cannrt.runtime.tracing import ApiRecord, api_call
 
 if TYPE_CHECKING:
-    from cannrt.device.descriptors import Cqe
+    from cannrt.abi import Cqe
     from cannrt.runtime.stream import Stream
 
 MAX_BLOCK_DIM = 65535
@@ -188,10 +188,7 @@ class Runtime:
         """Wait for every stream of the device (aclrtSynchronizeDevice[WithTimeout])."""
         state = self.device_state(device_id)
         self.host_cost(self.settings.host_costs.sync_ns)
-        try:
-            done = self.driver.device_wait_idle(device_id, timeout_ns(timeout_ms))
-        except DriverError as exc:
-            raise CannError(exc.code, str(exc)) from None
+        done = self.driver.device_wait_idle(device_id, timeout_ns(timeout_ms))
         for context in state.contexts:
             if not context.destroyed:
                 context.drain_reports()
@@ -212,8 +209,6 @@ class Runtime:
                 pc = self.driver.kernel_load(device_id, name)
             except KeyError:
                 raise CannError(ErrorCode.RT_KERNEL_LOOKUP, f"no kernel named {name!r} is registered") from None
-            except DriverError as exc:
-                raise CannError(exc.code, str(exc)) from None
             entry = state.kernels[name] = (kernel, pc)
         return entry
 

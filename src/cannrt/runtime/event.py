@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import EventMode, SqeType
-from cannrt.driver.hal import DriverError, Resource
+from cannrt.abi import EventMode, SqeType
+from cannrt.driver.hal import Resource
 from cannrt.errors import CannError, CannTimeout, ErrorCode
 from cannrt.runtime.stream import poll_cost, timeout_ns
 from cannrt.runtime.tracing import api_call
@@ -36,10 +36,7 @@ class Event:
         self.device_id = context.device_id
         self._driver = context.runtime.driver
         self._costs = context.runtime.settings.host_costs
-        try:
-            self.event_id = self._driver.resource_alloc(self.device_id, Resource.EVENT)
-        except DriverError as exc:
-            raise CannError(exc.code, str(exc)) from None
+        self.event_id = self._driver.resource_alloc(self.device_id, Resource.EVENT)
         self.records = 0  # ex: value of the newest record; legacy: records since reset
         self.destroyed = False
         self._poll_streak = 0  # consecutive not-ready queries
@@ -107,12 +104,7 @@ class Event:
         self.context.check_sticky()
         if self.records == 0:
             return
-        try:
-            done = self._driver.event_wait(
-                self.device_id, self.event_id, self.records, self.mode, timeout_ns(timeout_ms)
-            )
-        except DriverError as exc:
-            raise CannTimeout(exc.code, str(exc)) from None
+        done = self._driver.event_wait(self.device_id, self.event_id, self.records, self.mode, timeout_ns(timeout_ms))
         self.context.drain_reports()
         if not done:
             raise CannTimeout(

@@ -12,8 +12,7 @@ import os
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import SdmaOp
-from cannrt.driver.hal import DriverError
+from cannrt.abi import SdmaOp
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 from cannrt.runtime import host_check
 from cannrt.runtime.tracing import api_call
@@ -73,17 +72,6 @@ def padded_size(size: int, policy: int) -> int:
     return align_up(size + PADDING, PADDING)
 
 
-def _oom(ctx: Context, size: int, exc: DriverError) -> OutOfMemoryError:
-    free, total, _, _ = ctx.runtime.driver.mem_info(ctx.device_id)
-    return OutOfMemoryError(
-        ErrorCode.RT_MEMORY_ALLOCATION,
-        f"device {ctx.device_id}: requested {size} bytes, {free} free of {total}",
-        requested=size,
-        free=free,
-        total=total,
-    )
-
-
 @api_call("aclrtMalloc")
 def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pad: bool = True) -> int:
     """Allocate device memory in ctx (aclrtMalloc / aclrtMallocAlign32 with pad=False)."""
@@ -107,13 +95,10 @@ def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pa
     first_huge = policy in (MallocPolicy.HUGE_FIRST, MallocPolicy.HUGE_FIRST_P2P) and nbytes > HUGE_THRESHOLD
     try:
         va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge)
-    except DriverError as exc:
+    except OutOfMemoryError:
         if not first_huge:
-            raise _oom(ctx, nbytes, exc) from None
-        try:
-            va = driver.mem_alloc(ctx.asid, nbytes, nbytes, False)
-        except DriverError as again:
-            raise _oom(ctx, nbytes, again) from None
+            raise
+        va = driver.mem_alloc(ctx.asid, nbytes, nbytes, False)  # huge pages first, then normal ones
     ctx.allocations[va] = size
     return va
 
@@ -248,11 +233,7 @@ def memcpy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int
     resolved = _checked_copy(ctx, dst, dst_max, src, count, kind)
     if count == 0:
         return
-    try:
-        duration = ctx.runtime.driver.memcpy(ctx.asid, dst, src, count, resolved)
-    except DriverError as exc:
-        raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
-    ctx.runtime.host_cost(duration)
+    ctx.runtime.host_cost(ctx.runtime.driver.memcpy(ctx.asid, dst, src, count, resolved))
 
 
 def check_stream(ctx: Context, stream: Stream) -> None:
@@ -291,10 +272,6 @@ def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream:
         ctypes.memset(dst, value, count)
 
 
-def _driver_error(exc: DriverError) -> CannError:
-    return CannError(exc.code, str(exc))
-
-
 def reserve_address(ctx: Context, size: int, alignment: int = 0, expect: int = 0) -> int:
     """Reserve a virtual range without memory behind it (aclrtReserveMemAddress)."""
     ctx.check_alive()
@@ -302,18 +279,12 @@ def reserve_address(ctx: Context, size: int, alignment: int = 0, expect: int = 0
         raise CannError(
             ErrorCode.RT_PARAM_INVALID, f"reserve: size {size} must be > 0, alignment {alignment} a power of 2"
         )
-    try:
-        return ctx.runtime.driver.mem_reserve(ctx.asid, align_up(size, 2 << 20), max(alignment, 2 << 20), expect)
-    except DriverError as exc:
-        raise _driver_error(exc) from None
+    return ctx.runtime.driver.mem_reserve(ctx.asid, align_up(size, 2 << 20), max(alignment, 2 << 20), expect)
 
 
 def release_address(ctx: Context, va: int) -> None:
     """Release a reserved range (aclrtReleaseMemAddress)."""
-    try:
-        ctx.runtime.driver.mem_release(ctx.asid, va)
-    except DriverError as exc:
-        raise _driver_error(exc) from None
+    ctx.runtime.driver.mem_release(ctx.asid, va)
 
 
 def malloc_physical(ctx: Context, size: int) -> int:
@@ -321,36 +292,24 @@ def malloc_physical(ctx: Context, size: int) -> int:
     ctx.check_alive()
     if size <= 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"malloc_physical: size {size} must be > 0")
-    try:
-        return ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True)
-    except DriverError as exc:
-        raise _oom(ctx, size, exc) from None
+    return ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True)
 
 
 def free_physical(ctx: Context, handle: int) -> None:
     """Free physical pages by handle (aclrtFreePhysical)."""
-    try:
-        ctx.runtime.driver.mem_physical_free(ctx.device_id, handle)
-    except DriverError as exc:
-        raise _driver_error(exc) from None
+    ctx.runtime.driver.mem_physical_free(ctx.device_id, handle)
 
 
 def map_memory(ctx: Context, va: int, size: int, offset: int, handle: int) -> None:
     """Map physical pages behind part of a reservation (aclrtMapMem)."""
     if size <= 0 or offset < 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"map: size {size} must be > 0 and offset {offset} >= 0")
-    try:
-        ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle)
-    except DriverError as exc:
-        raise _driver_error(exc) from None
+    ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle)
 
 
 def unmap_memory(ctx: Context, va: int) -> None:
     """Remove a mapping (aclrtUnmapMem)."""
-    try:
-        ctx.runtime.driver.mem_unmap(ctx.asid, va)
-    except DriverError as exc:
-        raise _driver_error(exc) from None
+    ctx.runtime.driver.mem_unmap(ctx.asid, va)
 
 
 def can_access_peer(runtime_device_count: int, device: int, peer: int) -> bool:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from cannrt.device.descriptors import (
+from cannrt.abi import (
     CALLBACK_SQE,
     EVENT_SQE,
     KERNEL_SQE,
@@ -16,7 +16,7 @@ from cannrt.device.descriptors import (
     WR_CQE,
     SqeType,
 )
-from cannrt.driver.hal import DriverError, TailRegister
+from cannrt.driver.hal import Resource, TailRegister
 from cannrt.errors import CannError, CannTimeout, ErrorCode
 from cannrt.kernels.registry import track_launchers
 from cannrt.runtime.tracing import api_call
@@ -59,16 +59,14 @@ class Stream:
         self._driver = runtime.driver
         self._clock = runtime.driver.clock
         self._costs = runtime.settings.host_costs
-        self.stream_id = self._alloc_id()
+        self.stream_id = self._driver.resource_alloc(self.device_id, Resource.STREAM)
         try:
             self.sq_id = self._driver.sq_alloc(
                 self.device_id, self.stream_id, context.asid, self.priority, context.cq_id
             )
-        except DriverError as exc:
-            from cannrt.driver.hal import Resource
-
+        except CannError:
             self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
-            raise CannError(exc.code, str(exc)) from None
+            raise
         self.depth = runtime.settings.chip.sq_depth
         self._send = self._driver.sq_sender(self.device_id, self.sq_id)
         # prepared parameterless launches, by kernel name (block_dim 1) or (name, block_dim);
@@ -85,14 +83,6 @@ class Stream:
         self._param_base = 0  # argument area: one MAX_PARAM_BYTES slot per SQ entry
         self._launch_ns = self._costs.launch_ns
         self._poll_streak = 0  # consecutive not-ready queries
-
-    def _alloc_id(self) -> int:
-        from cannrt.driver.hal import Resource
-
-        try:
-            return self._driver.resource_alloc(self.device_id, Resource.STREAM)
-        except DriverError as exc:
-            raise CannError(exc.code, str(exc)) from None
 
     def __repr__(self) -> str:
         kind = "default " if self.is_default else ""
@@ -200,10 +190,7 @@ class Stream:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self._clock.now_ns += self._costs.sync_ns
         wait_ns = timeout_ns(timeout_ms)
-        try:
-            finished = self._driver.sq_wait(self.device_id, self.sq_id, self.tail, wait_ns)
-        except DriverError as exc:
-            raise CannTimeout(exc.code, str(exc)) from None
+        finished = self._driver.sq_wait(self.device_id, self.sq_id, self.tail, wait_ns)
         self.context.drain_reports()
         if not finished:
             head = self._driver.sq_head(self.device_id, self.sq_id)
@@ -236,14 +223,12 @@ class Stream:
         if self.is_default:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "the default stream cannot be destroyed")
         if not force:
-            with contextlib.suppress(DriverError):
+            with contextlib.suppress(CannError):
                 self._driver.sq_wait(self.device_id, self.sq_id, self.tail, None)
         self.release(discard=force)
 
     def release(self, discard: bool) -> None:
         """Give the SQ, stream id and argument area back (no waiting)."""
-        from cannrt.driver.hal import Resource
-
         self.destroyed = True
         self.launchers.clear()
         self._driver.sq_free(self.device_id, self.sq_id, discard)

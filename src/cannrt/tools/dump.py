@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from cannrt.device.descriptors import DumpRecord, DumpTensor
+from cannrt.abi import DumpRecord, DumpTensor
 from cannrt.dtypes import numpy_dtype
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cannrt.device.descriptors import ExceptionRecord
+from cannrt.abi import ExceptionRecord
 
 
 def _bits_word(bits: tuple[str, ...], names: tuple[str, ...]) -> int:

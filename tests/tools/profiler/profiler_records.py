@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from cannrt.device.descriptors import CoreKind, SqeType, TaskRecord, TensorArg
-from cannrt.kernels.cost import PipeTimes
-from cannrt.kernels.registry import Work
+from cannrt.abi import CoreKind, PipeTimes, SqeType, TaskRecord, TensorArg, Work
 
 FP16, FP32 = 1, 0
 

@@ -7,10 +7,8 @@ import math
 import pytest
 from profiler_records import FP32, kernel_record, other_record, tensor
 
+from cannrt.abi import CoreKind, PipeTimes, SqeType, Work
 from cannrt.config import ChipSpec, HostCosts
-from cannrt.device.descriptors import CoreKind, SqeType
-from cannrt.kernels.cost import PipeTimes
-from cannrt.kernels.registry import Work
 from cannrt.tools import profiler
 from cannrt.tools.profiler import metrics, summary
 from cannrt.tools.profiler.records import HostSlice

@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from cannrt.abi import CoreKind, TaskRecord, tensor_nbytes
 from cannrt.config import ChipSpec
-from cannrt.device.descriptors import CoreKind, TaskRecord
-from cannrt.kernels.registry import tensor_nbytes
 from cannrt.tools.profiler.records import tensors
 
 L1_TO_L0_BYTES_PER_CYCLE = 512  # L0A port 512 B/cycle and L0B 256 B/cycle in parallel, inputs split evenly

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
+from cannrt.abi import CoreKind, SqeType, TaskRecord, TensorArg
 from cannrt.config import HostCosts
-from cannrt.device.descriptors import CoreKind, SqeType, TaskRecord, TensorArg
 
 # ACL dtype code -> the data type name msprof prints in op_summary (Input/Output Data Types)
 DTYPE_NAMES: dict[int, str] = {

@@ -9,8 +9,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
+from cannrt.abi import CoreKind, TaskRecord
 from cannrt.config import ChipSpec
-from cannrt.device.descriptors import CoreKind, TaskRecord
 from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.records import (
     HostSlice,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from cannrt.abi import CoreKind, SqeType, TaskRecord
 from cannrt.config import ChipSpec
-from cannrt.device.descriptors import CoreKind, SqeType, TaskRecord
 from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.records import HostSlice, device_tasks, is_kernel, task_label, task_type, wait_times_ns
 

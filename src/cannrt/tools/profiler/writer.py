@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cannrt.abi import TaskRecord
 from cannrt.config import ChipSpec
-from cannrt.device.descriptors import TaskRecord
 from cannrt.tools.profiler import summary
 from cannrt.tools.profiler.records import HostSlice
 from cannrt.tools.profiler.trace import chrome_trace

@@ -1,6 +1,6 @@
 """Hardware formats: 64-byte SQEs with the CANN header, completion reports and parameter blocks.
 
-Every SQE type the descriptors module names either round-trips through its packed bytes or is
+Every SQE type the abi package names either round-trips through its packed bytes or is
 refused by the decoder (types the task scheduler cannot execute), with the header still readable.
 """
 
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cannrt.device import descriptors as d
-from cannrt.device.descriptors import (
+from cannrt import abi as d
+from cannrt.abi import (
     CQE,
     CQE_BYTES,
     MAX_PARAM_BYTES,
