@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from cannrt.api import Device, DeviceArray, Event, Stream, current_stream, device_count
+from cannrt.api import Device, DeviceArray, Event, Profile, Stream, current_stream, device_count
+from cannrt.api.dump import dump
+from cannrt.api.profile import profile
 from cannrt.config import ChipSpec, Settings, chip_preset, load_settings
-from cannrt.dumping import dump
 from cannrt.errors import CannError, CannTimeout, ErrorCode, OutOfMemoryError
 from cannrt.kernels import Kernel, KernelArgumentError, Work, kernel_names, register_kernel
 from cannrt.memory.lifetimes import Topology
-from cannrt.profiling import Profile, profile
 from cannrt.runtime.core import get_runtime, reset_runtime
 
 __version__ = "0.1.0"

@@ -17,8 +17,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from cannrt.api import Device, DeviceArray, Event, Stream
+from cannrt.api.profile import Profile, profile
 from cannrt.config import load_settings
-from cannrt.profiling import Profile, profile
 from cannrt.runtime.core import reset_runtime
 
 COMPUTE_STREAMS = 2

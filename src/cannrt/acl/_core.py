@@ -7,7 +7,7 @@ import json
 import os
 
 from cannrt.acl._state import FINALIZERS, STATE, api, as_str, fail
-from cannrt.dumping import DumpSession, config_from_acl_json
+from cannrt.api.dump import DumpSession, config_from_acl_json
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.core import get_runtime
 

@@ -21,7 +21,7 @@ from cannrt.acl._handles import HandleTable, Kind
 from cannrt.errors import CannError, ErrorCode, error_name
 
 if TYPE_CHECKING:
-    from cannrt.dumping import DumpSession
+    from cannrt.api.dump import DumpSession
     from cannrt.runtime.context import Context
     from cannrt.runtime.core import Runtime
     from cannrt.runtime.event import Event

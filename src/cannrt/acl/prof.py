@@ -1,6 +1,6 @@
 """acl.prof: the profiling calls (aclprofInit, aclprofCreateConfig, aclprofStart/Stop, aclprofFinalize).
 
-start() opens a `cannrt.profiling.profile()` region on the configured devices; stop() closes it,
+start() opens a `cannrt.api.profile.profile()` region on the configured devices; stop() closes it,
 which writes the msprof folder `<path>/PROF_<id>_<ts>/mindstudio_profiler_output/` (Chrome trace,
 op_summary, task_time, l2_cache and api_statistic; see docs/profiling.md).
 """
@@ -26,8 +26,8 @@ from cannrt.acl._state import (
     require,
     runtime,
 )
+from cannrt.api.profile import Profile, profile
 from cannrt.errors import ErrorCode
-from cannrt.profiling import Profile, profile
 
 METRIC_GROUPS = {  # aclprofAicoreMetrics -> profiler PMU group (others fall back to PipeUtilization)
     c.ACL_AICORE_ARITHMETIC_UTILIZATION: "ArithmeticUtilization",

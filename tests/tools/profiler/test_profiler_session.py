@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import cannrt
+from cannrt.api.profile import Profile, profile
 from cannrt.errors import CannError, ErrorCode
-from cannrt.profiling import Profile, profile
 from cannrt.runtime.core import Runtime
 from cannrt.tools.profiler import validate_trace
 

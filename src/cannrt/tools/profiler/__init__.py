@@ -1,6 +1,6 @@
 """The profiler: msprof's outputs (op summary, task time, L2 cache, API statistics, Chrome trace)
 built from device task records, host API records and the chip spec. Pure functions: nothing here
-drives the device; `cannrt.profiling` collects the records."""
+drives the device; `cannrt.api.profile` collects the records."""
 
 from __future__ import annotations
 

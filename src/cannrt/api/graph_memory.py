@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from cannrt.api import Device, DeviceArray
+from cannrt.api.array import DeviceArray
+from cannrt.api.device import Device
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.static_pool import PoolReport, StaticPool
 

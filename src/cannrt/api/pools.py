@@ -12,8 +12,8 @@ from cannrt.errors import ErrorCode, OutOfMemoryError
 from cannrt.memory.caching import Block, CachingAllocator, PoolOutOfMemory
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
-from cannrt.runtime.event import Event
-from cannrt.runtime.stream import Stream
+from cannrt.runtime.event import Event as RtEvent
+from cannrt.runtime.stream import Stream as RtStream
 
 
 def pool_of(context: Context) -> CachingAllocator:
@@ -31,15 +31,15 @@ def pool_of(context: Context) -> CachingAllocator:
     return pool
 
 
-def _record(context: Context, stream: Hashable) -> Event:
-    assert isinstance(stream, Stream)
+def _record(context: Context, stream: Hashable) -> RtEvent:
+    assert isinstance(stream, RtStream)
     event = context.create_event()
     event.record(stream)
     return event
 
 
 def _done(event: object) -> bool:
-    assert isinstance(event, Event)
+    assert isinstance(event, RtEvent)
     if event.destroyed or event.query():
         if not event.destroyed:
             event.destroy()
@@ -47,7 +47,7 @@ def _done(event: object) -> bool:
     return False
 
 
-def allocate(context: Context, nbytes: int, stream: Stream) -> Block:
+def allocate(context: Context, nbytes: int, stream: RtStream) -> Block:
     """A pool block for stream; OutOfMemoryError carries requested, free, total and reserved bytes."""
     try:
         return pool_of(context).allocate(nbytes, stream)

@@ -1,0 +1,127 @@
+"""DeviceArray: a typed, shaped view of device memory that moves to and from numpy."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cannrt.abi import TensorArg
+from cannrt.api import pools
+from cannrt.api.current import active_stream
+from cannrt.dtypes import acl_code
+from cannrt.errors import CannError, ErrorCode
+from cannrt.memory.caching import Block
+from cannrt.runtime import memory_ops
+from cannrt.runtime.core import get_runtime
+from cannrt.runtime.stream import Stream as RtStream
+
+if TYPE_CHECKING:
+    from cannrt.api.device import Device
+    from cannrt.api.stream import Stream
+
+
+class DeviceArray:
+    """A typed, shaped view of device memory; moves to and from numpy."""
+
+    def __init__(
+        self, device: Device, address: int, shape: tuple[int, ...], dtype: np.dtype, *, owned: bool = True
+    ) -> None:
+        self.device = device
+        self.owned = owned  # False for views into a pool: free() is the pool's business
+        self.block: Block | None = None  # set when the memory comes from the caching pool
+        self.address = address
+        self.shape = shape
+        self.dtype = dtype
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.freed = False
+
+    def __repr__(self) -> str:
+        return f"<DeviceArray {self.shape} {self.dtype} at 0x{self.address:x} on device {self.device.index}>"
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self.nbytes // self.dtype.itemsize
+
+    def tensor_arg(self) -> TensorArg:
+        """The kernel argument describing this array."""
+        return TensorArg(self.address, acl_code(self.dtype), self.shape)
+
+    def _check_live(self) -> None:
+        if self.freed:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"DeviceArray at 0x{self.address:x} was freed")
+
+    def _check_usable_on(self, stream: RtStream, index: int) -> None:
+        self._check_live()
+        if stream.context is not self.device.context:
+            raise CannError(
+                ErrorCode.RT_STREAM_CONTEXT,
+                f"argument {index} lives on device {self.device.index}, the stream on device {stream.device_id}",
+            )
+
+    def copy_from(self, host: np.ndarray, stream: Stream | None = None) -> None:
+        """Copy a host array in: async on stream (or the `with stream:` one), else synchronous."""
+        self._check_live()
+        stream = stream or active_stream(self.device)
+        data = np.asarray(host, dtype=self.dtype, order="C")
+        if data.nbytes != self.nbytes:
+            raise CannError(
+                ErrorCode.RT_PARAM_INVALID, f"host array has {data.nbytes} bytes, device array {self.nbytes}"
+            )
+        ctx = self.device.context
+        if stream is None:
+            memory_ops.memcpy(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, 1)
+            return
+        _keepalive(stream, data)
+        memory_ops.memcpy_async(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, 1, stream._rt)
+
+    def copy_to(self, host: np.ndarray, stream: Stream) -> None:
+        """Queue a copy into a preallocated, contiguous host array (read it after synchronising)."""
+        self._check_live()
+        if not host.flags.c_contiguous or host.nbytes != self.nbytes:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"host array must be contiguous with {self.nbytes} bytes")
+        memory_ops.memcpy_async(
+            self.device.context, host.ctypes.data, host.nbytes, self.address, self.nbytes, 2, stream._rt
+        )
+
+    def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
+        """Copy out to a new numpy array: on stream (or the `with stream:` one) then synchronising
+        it, else synchronously."""
+        self._check_live()
+        stream = stream or active_stream(self.device)
+        host = np.empty(self.shape, dtype=self.dtype)
+        if stream is None:
+            memory_ops.memcpy(self.device.context, host.ctypes.data, host.nbytes, self.address, self.nbytes, 2)
+        else:
+            self.copy_to(host, stream)
+            stream.synchronize()
+        return host
+
+    def free(self) -> None:
+        """Return the memory (aclrtFree); the array must not be used afterwards."""
+        if not self.owned:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
+        if not self.freed:
+            self.freed = True
+            if self.block is not None:
+                pools.pool_of(self.device.context).free(self.block)
+            else:
+                memory_ops.free(self.device.context, self.address)
+
+    def record_stream(self, stream: Stream) -> None:
+        """The array is used on stream too: its memory is reused only after that work (PyTorch's
+        Tensor.record_stream)."""
+        if self.block is not None:
+            pools.pool_of(self.device.context).record_stream(self.block, stream._rt)
+
+
+def _keepalive(stream: Stream, data: np.ndarray) -> None:
+    """Keep an async copy's host source alive until the stream passes it."""
+    pending = getattr(stream._rt, "_host_sources", None)
+    if pending is None:
+        pending = stream._rt._host_sources = []  # type: ignore[attr-defined]
+    pending.append((stream._rt.tail, data))
+    if len(pending) > 64:
+        head = get_runtime().driver.sq_head(stream._rt.device_id, stream._rt.sq_id)
+        pending[:] = [(pos, arr) for pos, arr in pending if pos >= head]

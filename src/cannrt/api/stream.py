@@ -1,0 +1,131 @@
+"""Stream: an in-order task queue of the API over the runtime's stream (RtStream)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cannrt.abi import TensorArg
+from cannrt.api.array import DeviceArray
+from cannrt.api.current import _current
+from cannrt.api.event import Event
+from cannrt.errors import CannError, ErrorCode
+from cannrt.runtime.core import get_runtime
+from cannrt.runtime.stream import Stream as RtStream
+
+if TYPE_CHECKING:
+    from cannrt.api.device import Device
+
+
+def _launch_on(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any], name: str | None) -> int:
+    """Launch through the runtime that owns the stream."""
+    return stream.context.runtime.launch(stream, kernel, block_dim, specs, name)
+
+
+class Stream:
+    """An in-order task queue; `with stream:` makes it the current stream for array copies."""
+
+    def __init__(self, device: Device | None = None, priority: int = 0, flags: int = 0) -> None:
+        from cannrt.api.device import Device  # device.py imports this module
+
+        device = device or Device(0)
+        self._rt = device.context.create_stream(priority, flags)
+        self._launchers = self._rt.launchers
+
+    @classmethod
+    def _wrap(cls, rt_stream: RtStream) -> Stream:
+        wrapper = cls.__new__(cls)
+        wrapper._rt = rt_stream
+        wrapper._launchers = rt_stream.launchers
+        return wrapper
+
+    def __repr__(self) -> str:
+        return repr(self._rt)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stream) and other._rt is self._rt
+
+    def __hash__(self) -> int:
+        return id(self._rt)
+
+    def __enter__(self) -> Stream:
+        stack = getattr(_current, "streams", None) or []
+        stack.append(self)
+        _current.streams = stack
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _current.streams.pop()
+
+    @property
+    def priority(self) -> int:
+        """Effective priority after clamping."""
+        return self._rt.priority
+
+    def launch(self, kernel: str, *args: Any, block_dim: int = 1, name: str | None = None) -> None:
+        """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
+        names this op in dumps (default: the kernel name)."""
+        if not args:
+            try:
+                send = self._launchers[kernel if block_dim == 1 else (kernel, block_dim)]
+            except KeyError:
+                pass  # not prepared yet: the checked path below prepares it
+            else:
+                send()  # the same parameterless launch as before: its SQE was packed in advance
+                return
+            self._rt.context.runtime.launch(self._rt, kernel, block_dim, (), name)
+            return
+        specs: list[TensorArg | int | float] = []
+        for index, arg in enumerate(args):
+            if isinstance(arg, DeviceArray):
+                arg._check_usable_on(self._rt, index)
+                specs.append(arg.tensor_arg())
+            elif isinstance(arg, bool | int | float | np.integer | np.floating):
+                specs.append(arg.item() if isinstance(arg, np.generic) else arg)
+            else:
+                raise CannError(
+                    ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
+                )
+        _launch_on(self._rt, kernel, block_dim, specs, name)
+
+    def record(self, event: Event | None = None) -> Event:
+        """Record an event (a new timing event if none given) on this stream."""
+        if event is None:
+            event = Event(self._rt.context.create_event())
+        event._rt.record(self._rt)
+        return event
+
+    def wait(self, event: Event) -> None:
+        """Later tasks of this stream wait for the event's newest record (aclrtStreamWaitEvent)."""
+        event._rt.wait_on(self._rt)
+
+    def wait_stream(self, other: Stream) -> None:
+        """Later tasks of this stream wait for everything queued on other so far."""
+        self.wait(other.record())
+
+    def query(self) -> bool:
+        """True if all queued work completed."""
+        return self._rt.query()
+
+    @property
+    def done(self) -> bool:
+        """Same as query()."""
+        return self.query()
+
+    def synchronize(self, timeout_ms: int | None = None) -> None:
+        """Block until all queued work completed (CannTimeout 507046 after timeout_ms modelled)."""
+        self._rt.synchronize(timeout_ms)
+
+    def launch_host_func(self, fn: Any, args: Any = None) -> None:
+        """Run fn(args) on a host thread once earlier tasks finish; later tasks wait for it."""
+        get_runtime().callbacks.launch_host_func(self._rt, fn, args)
+
+    def set_stop_on_error(self, stop: bool = True) -> None:
+        """Discard later tasks after a failure instead of continuing."""
+        self._rt.set_failure_mode(stop)
+
+    def destroy(self, force: bool = False) -> None:
+        """Destroy (waits for pending tasks; force discards them)."""
+        self._rt.destroy(force)
