@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cannrt.cli import main
+from cannrt.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from acl_harness import cannrt_exec, clean_env
 
-from cannrt import acl_exec
+from cannrt.cli import exec as acl_exec
 
 ECHO_PROGRAM = """
 import sys
@@ -84,7 +84,7 @@ if __name__ == "__main__":
 
 def test_python_processes_the_program_starts_import_acl_too(tmp_path: Path) -> None:
     script = write(tmp_path, "spawning.py", SPAWNING_PROGRAM)
-    run = cannrt_exec(script, command=[sys.executable, "-m", "cannrt.acl_exec"])
+    run = cannrt_exec(script, command=[sys.executable, "-m", "cannrt.cli.exec"])
     assert run.returncode == 0, run.explain()
     assert "spawned ('cannrt.acl', 0, 0, 0)" in run.stdout
     assert "subprocess cannrt.acl cannrt.acl.util" in run.stdout
@@ -100,10 +100,10 @@ def test_nothing_named_acl_is_installed_globally(tmp_path: Path) -> None:
 
 def test_an_uncaught_exception_exits_1_with_a_traceback_starting_at_the_program(tmp_path: Path) -> None:
     script = write(tmp_path, "boom.py", "import acl\n\ndef f():\n    raise ValueError('boom')\n\nf()\n")
-    run = cannrt_exec(script, command=[sys.executable, "-m", "cannrt.acl_exec"])
+    run = cannrt_exec(script, command=[sys.executable, "-m", "cannrt.cli.exec"])
     assert run.returncode == 1
     assert "ValueError: boom" in run.stderr
-    assert "runpy" not in run.stderr and "acl_exec" not in run.stderr
+    assert "runpy" not in run.stderr and "cli/exec" not in run.stderr
     assert run.stderr.splitlines()[1].strip().startswith(f'File "{script}"')
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import cannrt
 from cannrt.abi import TensorArg
-from cannrt.cli import app
+from cannrt.cli.app import app
 from cannrt.kernels import Kernel, Work, register_kernel
 from cannrt.tools.compare import accuracy_reached, compare_dirs, first_divergent, tensor_metrics
 from cannrt.tools.dump import load_dump, load_dump_dir

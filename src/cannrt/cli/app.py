@@ -1,4 +1,4 @@
-"""The `cannrt` command: demo, plan and the other tools."""
+"""The `cannrt` command: the typer application and its entry point; each command has its module in cli/."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the 
 
 
 def _register_commands() -> None:
-    """Attach the commands that live with their subsystems (exec, plan)."""
-    from cannrt import acl_exec
-    from cannrt.memory.planner.cli import register as register_plan
+    """Attach the commands that register themselves (exec, plan)."""
+    from cannrt.cli.exec import register as register_exec
+    from cannrt.cli.plan import register as register_plan
 
-    acl_exec.register(app)
+    register_exec(app)
     register_plan(app)
 
 
@@ -26,7 +26,7 @@ def demo(
     ),
 ) -> None:
     """Run the pipelined multi-stream workload and report modelled and wall time."""
-    from cannrt.demo import run_demo
+    from cannrt.cli.demo import run_demo
 
     raise typer.Exit(run_demo(batches=batches, size=size, chip=chip, profile_dir=profile))
 
@@ -38,7 +38,7 @@ def compare(
     out: str = typer.Option(None, help="write msprobe's compare CSV here"),
 ) -> None:
     """Compare two dumps tensor by tensor and name the first divergent op."""
-    from cannrt.compare_cli import run_compare
+    from cannrt.cli.compare import run_compare
 
     raise typer.Exit(run_compare(npu_dir, bench_dir, out))
 

@@ -3,7 +3,7 @@
 The program runs in a child Python process in which `import acl` (and `acl.rt`, `acl.util`,
 ...) resolves to `cannrt.acl` (also in Python processes the program starts, through a temporary
 shim on PYTHONPATH); nothing named `acl` is installed globally. The program's
-output, stdin and exit code pass through. The child runs `python -m cannrt.acl_exec
+output, stdin and exit code pass through. The child runs `python -m cannrt.cli.exec
 program.py [args...]`, which can also be used directly.
 """
 
@@ -96,7 +96,7 @@ def run(script: str, args: Sequence[str]) -> int:
     if not os.path.isfile(script):
         print(f"cannrt exec: can't open file {script!r}: no such file", file=sys.stderr)
         return EXIT_NO_SCRIPT
-    command = [sys.executable, "-m", "cannrt.acl_exec", script, *args]
+    command = [sys.executable, "-m", "cannrt.cli.exec", script, *args]
     with tempfile.TemporaryDirectory(prefix="cannrt-acl-") as directory:
         write_shim(directory)
         env = dict(os.environ)
@@ -127,10 +127,10 @@ def register(app: typer.Typer) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """`python -m cannrt.acl_exec program.py [args...]`: run the program in this process."""
+    """`python -m cannrt.cli.exec program.py [args...]`: run the program in this process."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if not arguments:
-        print("usage: python -m cannrt.acl_exec program.py [args...]", file=sys.stderr)
+        print("usage: python -m cannrt.cli.exec program.py [args...]", file=sys.stderr)
         raise SystemExit(EXIT_NO_SCRIPT)
     script, rest = arguments[0], arguments[1:]
     if not os.path.isfile(script):

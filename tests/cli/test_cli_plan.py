@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from typer.testing import CliRunner
 
-from cannrt.memory.planner.cli import register
+from cannrt.cli.plan import register
 from cannrt.memory.planner.csvio import read_solution
 
 runner = CliRunner()
