@@ -128,7 +128,7 @@ class Npu:
 
     def records(self, device: int = 0) -> list[TaskRecord]:
         """Stop tracing; the records committed so far (call after synchronising)."""
-        records: list[TaskRecord] = self.rt.driver.trace_stop(device)
+        records: list[TaskRecord] = self.rt.driver.trace_stop(device, self.rt.host_time_ns)
         return records
 
 

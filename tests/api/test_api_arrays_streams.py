@@ -141,7 +141,7 @@ def test_array_copies_inside_a_with_block_go_to_that_stream(rt: Runtime) -> None
         array = device.array(np.arange(8, dtype=np.float32))
         array.to_numpy()
     stream.synchronize()
-    copies = [r for r in rt.driver.trace_stop(0) if r.stream_id == stream._rt.stream_id]
+    copies = [r for r in rt.driver.trace_stop(0, rt.host_time_ns) if r.stream_id == stream._rt.stream_id]
     assert len(copies) == 2
 
 

@@ -33,7 +33,9 @@ class Scene:
     def enqueued(self) -> int:
         """Tasks submitted to the stream (all of them complete once synchronised)."""
         self.stream.synchronize(timeout_ms=100)
-        tasks = [r for r in self.rt.driver.trace_stop(0) if r.stream_id == self.stream._rt.stream_id]
+        tasks = [
+            r for r in self.rt.driver.trace_stop(0, self.rt.host_time_ns) if r.stream_id == self.stream._rt.stream_id
+        ]
         assert len(tasks) == self.stream._rt.tail
         return len(tasks)
 

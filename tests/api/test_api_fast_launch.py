@@ -99,7 +99,7 @@ def _kernel_timings(make_runtime: Callable[..., Runtime], prepared: bool) -> lis
                 stream.launch("test_tick", block_dim=block_dim)
             else:  # the checked path every time
                 runtime.launch(stream._rt, "test_tick", block_dim, ())
-                stream._rt.launchers.clear()
+                stream._rt.launcher.clear()
         stream.synchronize()
     return [(r.task_id, r.block_dim, r.arrival_ns, r.start_ns, r.end_ns, *r.cores) for r in prof.records]
 

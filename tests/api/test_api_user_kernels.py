@@ -78,7 +78,7 @@ def test_the_work_model_drives_the_modelled_duration(rt: Runtime) -> None:
     rt.driver.trace_start(0)
     stream.launch("test_saxpy", x, x, x, 1.0, block_dim=1)
     stream.synchronize()
-    (record,) = [r for r in rt.driver.trace_stop(0) if r.sqe_type == SqeType.KERNEL]
+    (record,) = [r for r in rt.driver.trace_stop(0, rt.host_time_ns) if r.sqe_type == SqeType.KERNEL]
     assert record.name == "test_saxpy"
     duration = record.end_ns - record.start_ns - COSTS.dispatch_ns
     assert 50_000 <= duration < 51_000  # the fixed 50 us plus a tiny roofline for 1024 elements
@@ -111,7 +111,7 @@ def test_a_kernel_that_raises_is_a_core_exception_of_its_engine(
     assert info.value.code == code
     assert "ZeroDivisionError('user bug')" in str(info.value)
     assert "CCU_ILLEGAL_INSTR" in str(info.value)
-    (record,) = [r for r in rt.driver.trace_stop(0) if r.sqe_type == SqeType.KERNEL]
+    (record,) = [r for r in rt.driver.trace_stop(0, rt.host_time_ns) if r.sqe_type == SqeType.KERNEL]
     assert set(record.cores) <= set(cores) and record.status == code
 
 

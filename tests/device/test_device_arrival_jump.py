@@ -46,7 +46,7 @@ def _run(make_runtime: Callable[..., Runtime], program: list[tuple[str, int, int
         else:
             stream.query()
     rt.synchronize_device(0)
-    return [(r.stream_id, r.task_id, r.start_ns, r.end_ns, r.cores) for r in rt.driver.trace_stop(0)]
+    return [(r.stream_id, r.task_id, r.start_ns, r.end_ns, r.cores) for r in rt.driver.trace_stop(0, rt.host_time_ns)]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -117,7 +117,7 @@ def test_disabled_cores_are_never_used_by_cube_or_vector_kernels(make_runtime: C
         rt.launch(stream, "spin", 30, [10 * US])  # cube cores, more blocks than enabled cores
         rt.launch(stream, "add", 48, [tensor, tensor, tensor])  # vector cores
     stream.synchronize()
-    kernels = [r for r in rt.driver.trace_stop(0) if r.sqe_type == SqeType.KERNEL]
+    kernels = [r for r in rt.driver.trace_stop(0, rt.host_time_ns) if r.sqe_type == SqeType.KERNEL]
     cube = set().union(*(r.cores for r in kernels if r.name == "spin"))
     vector = set().union(*(r.cores for r in kernels if r.name == "add"))
     assert cube == set(range(24)) - set(disabled)
@@ -197,6 +197,6 @@ def test_the_910b4_preset_maps_blocks_onto_its_20_cores(make_runtime: Callable[.
     rt.driver.trace_start(0)
     rt.launch(stream, "spin", 24, [10 * US])
     stream.synchronize()
-    (kernel,) = [r for r in rt.driver.trace_stop(0) if r.sqe_type == SqeType.KERNEL]
+    (kernel,) = [r for r in rt.driver.trace_stop(0, rt.host_time_ns) if r.sqe_type == SqeType.KERNEL]
     assert sorted(kernel.cores) == list(range(20))
     assert kernel.end_ns - kernel.start_ns == COSTS.dispatch_ns + 2 * 10 * US + COSTS.block_launch_ns

@@ -65,7 +65,7 @@ def _pipeline(rt: Runtime, pause: Callable[[], None]) -> dict[str, Any]:
     rt.callbacks.launch_host_func(copy_out, lambda _: pause(), None)
     pause()
     rt.synchronize_device(0, timeout_ms=1000)
-    records = [rt.driver.trace_stop(dev) for dev in (0, 1)]
+    records = [rt.driver.trace_stop(dev, rt.host_time_ns) for dev in (0, 1)]
     return {
         "records": [
             [(r.stream_id, r.task_id, r.name, r.start_ns, r.end_ns, r.cores, r.status) for r in rs] for rs in records

@@ -18,7 +18,6 @@ from cannrt.acl._state import (
     current_context,
     event_of,
     fail,
-    runtime,
     stream_of,
 )
 from cannrt.errors import ErrorCode
@@ -95,11 +94,7 @@ def query_event_status(event: int) -> int:
 
 
 def _waits_passed(entry: EventEntry) -> bool:
-    driver = runtime().driver
-    for stream, position in entry.waits:
-        if not stream.destroyed and driver.sq_head(stream.device_id, stream.sq_id) < position:
-            return False
-    return True
+    return all(stream.destroyed or stream.head() >= position for stream, position in entry.waits)
 
 
 @api(c.ACL_EVENT_WAIT_STATUS_NOT_READY)

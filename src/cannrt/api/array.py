@@ -13,7 +13,6 @@ from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.caching import Block
 from cannrt.runtime import memory_ops
-from cannrt.runtime.core import get_runtime
 from cannrt.runtime.stream import Stream as RtStream
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ class DeviceArray:
         self.address = address
         self.shape = shape
         self.dtype = dtype
+        self._spec: TensorArg | None = None  # tensor_arg(), made once
         self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         self.freed = False
 
@@ -46,7 +46,9 @@ class DeviceArray:
 
     def tensor_arg(self) -> TensorArg:
         """The kernel argument describing this array."""
-        return TensorArg(self.address, acl_code(self.dtype), self.shape)
+        if self._spec is None:
+            self._spec = TensorArg(self.address, acl_code(self.dtype), self.shape)
+        return self._spec
 
     def _check_live(self) -> None:
         if self.freed:
@@ -123,5 +125,5 @@ def _keepalive(stream: Stream, data: np.ndarray) -> None:
         pending = stream._rt._host_sources = []  # type: ignore[attr-defined]
     pending.append((stream._rt.tail, data))
     if len(pending) > 64:
-        head = get_runtime().driver.sq_head(stream._rt.device_id, stream._rt.sq_id)
+        head = stream._rt.head()
         pending[:] = [(pos, arr) for pos, arr in pending if pos >= head]

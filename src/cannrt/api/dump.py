@@ -48,7 +48,7 @@ class DumpSession:
         """Write the dump records of every task completed by now."""
         written: list[Path] = []
         for device_id in list(self.runtime.devices):
-            for record in self.runtime.driver.dump_read(device_id):
+            for record in self.runtime.driver.dump_read(device_id, self.runtime.host_time_ns):
                 key = (record.device_id, record.stream_id, record.task_id)
                 written.append(self.writer.write(record, self.config.op_names.pop(key, record.kernel_name)))
         return written

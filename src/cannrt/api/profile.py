@@ -142,6 +142,6 @@ def profile(
         runtime.api_records = None
         for device in traced:
             if device in runtime.devices:
-                result.records.extend(runtime.driver.trace_stop(device))
+                result.records.extend(runtime.driver.trace_stop(device, runtime.host_time_ns))
     if output is not None:
         result.write(output)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,11 +18,6 @@ if TYPE_CHECKING:
     from cannrt.api.device import Device
 
 
-def _launch_on(stream: RtStream, kernel: str, block_dim: int, specs: Sequence[Any], name: str | None) -> int:
-    """Launch through the runtime that owns the stream."""
-    return stream.context.runtime.launch(stream, kernel, block_dim, specs, name)
-
-
 class Stream:
     """An in-order task queue; `with stream:` makes it the current stream for array copies."""
 
@@ -32,13 +26,11 @@ class Stream:
 
         device = device or Device(0)
         self._rt = device.context.create_stream(priority, flags)
-        self._launchers = self._rt.launchers
 
     @classmethod
     def _wrap(cls, rt_stream: RtStream) -> Stream:
         wrapper = cls.__new__(cls)
         wrapper._rt = rt_stream
-        wrapper._launchers = rt_stream.launchers
         return wrapper
 
     def __repr__(self) -> str:
@@ -67,28 +59,24 @@ class Stream:
     def launch(self, kernel: str, *args: Any, block_dim: int = 1, name: str | None = None) -> None:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
+        rt = self._rt
         if not args:
-            try:
-                send = self._launchers[kernel if block_dim == 1 else (kernel, block_dim)]
-            except KeyError:
-                pass  # not prepared yet: the checked path below prepares it
-            else:
-                send()  # the same parameterless launch as before: its SQE was packed in advance
-                return
-            self._rt.context.runtime.launch(self._rt, kernel, block_dim, (), name)
+            rt.launcher.launch(kernel, block_dim, (), name)
             return
         specs: list[TensorArg | int | float] = []
+        context = rt.context
         for index, arg in enumerate(args):
             if isinstance(arg, DeviceArray):
-                arg._check_usable_on(self._rt, index)
-                specs.append(arg.tensor_arg())
+                if arg.freed or arg.device.context is not context:
+                    arg._check_usable_on(rt, index)
+                specs.append(arg._spec or arg.tensor_arg())
             elif isinstance(arg, bool | int | float | np.integer | np.floating):
                 specs.append(arg.item() if isinstance(arg, np.generic) else arg)
             else:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        _launch_on(self._rt, kernel, block_dim, specs, name)
+        rt.launcher.launch(kernel, block_dim, tuple(specs), name)
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""

@@ -17,8 +17,10 @@ from cannrt.abi import (
     CallbackSqe,
     CopyKind,
     CoreKind,
+    DumpMode,
     DumpRecord,
     DumpTensor,
+    ErrorType,
     ExceptionRecord,
     KernelSqe,
     SdmaOp,
@@ -31,28 +33,28 @@ from cannrt.device.fabric import Fabric
 from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.task import Task
 from cannrt.dtypes import numpy_dtype
+from cannrt.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from cannrt.device.npu import Npu
+    from cannrt.device.fetcher import Fetcher
     from cannrt.device.queues import SubmissionQueue
+    from cannrt.device.reports import Reports
+    from cannrt.device.sync import DeviceSync
+    from cannrt.device.timeline import Timeline
     from cannrt.kernels.registry import Kernel
 
-AICORE_EXCEPTION = 507015
-VECTOR_CORE_EXCEPTION = 507035
-SYS_DMA = 507013
-KERNEL_LOOKUP = 507027
-TASK_TYPE_NOT_SUPPORT = 507009
+AICORE_EXCEPTION = int(ErrorCode.RT_AICORE_EXCEPTION)
+VECTOR_CORE_EXCEPTION = int(ErrorCode.RT_VECTOR_CORE_EXCEPTION)
+SYS_DMA = int(ErrorCode.RT_SYS_DMA)
+KERNEL_LOOKUP = int(ErrorCode.RT_KERNEL_LOOKUP)
+TASK_TYPE_NOT_SUPPORT = int(ErrorCode.RT_TASK_TYPE_NOT_SUPPORT)
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
 _KERNEL_TYPES = (int(SqeType.KERNEL), int(SqeType.AICPU))
 _SDMA = int(SqeType.SDMA)
 _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_TYPES = (int(SqeType.EVENT_RECORD), int(SqeType.EVENT_WAIT), int(SqeType.WRITE_VALUE))
-DUMP_INPUTS = 1
-DUMP_OUTPUTS = 2
 QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped submitting
 IDLE_S = 0.2
-ERROR_TYPE_MEMORY = 1
-ERROR_TYPE_AICORE = 3
 
 
 def host_array(address: int, nbytes: int) -> np.ndarray:
@@ -67,14 +69,24 @@ def host_array(address: int, nbytes: int) -> np.ndarray:
 class Executor:
     """Runs tasks for real on one worker thread per device."""
 
-    def __init__(self, npu: Npu) -> None:
-        self.npu = npu
-        self.wake = threading.Event()
-        self.idle = False
-        self.urgent = False
+    def __init__(
+        self,
+        device_id: int,
+        fetcher: Fetcher,
+        fabric: Fabric,
+        reports: Reports,
+        timeline: Timeline,
+        sync: DeviceSync,
+    ) -> None:
+        self.device_id = device_id
+        self._fetcher = fetcher
+        self._fabric = fabric
+        self._reports = reports
+        self._timeline = timeline
+        self._sync = sync
         self.stopping = False
         self.blocked_sqs: dict[int, Task] = {}  # sq id -> blocking callback the host has not finished
-        self.thread = threading.Thread(target=self._loop, name=f"npu{npu.device_id}-worker", daemon=True)
+        self.thread = threading.Thread(target=self._loop, name=f"npu{device_id}-worker", daemon=True)
 
     def start(self) -> None:
         """Start the worker thread."""
@@ -83,13 +95,8 @@ class Executor:
     def stop(self) -> None:
         """Stop the worker thread (pending work is abandoned)."""
         self.stopping = True
-        self.wake.set()
+        self._sync.wake.set()
         self.thread.join(timeout=5)
-
-    def hurry(self) -> None:
-        """Someone waits for real results: run everything now instead of waiting for quiet."""
-        self.urgent = True
-        self.wake.set()
 
     def _loop(self) -> None:
         """Run work when the host waits for it or stops submitting (no doorbell for QUIET_S).
@@ -97,26 +104,32 @@ class Executor:
         While the host is busy submitting, the worker stays out of its way: on a real chip the
         device's work costs the host no CPU, here it shares the interpreter with the host.
         """
+        with np.errstate(all="ignore"):  # like the NPU: overflow gives inf, no warning
+            self._serve()
+
+    def _serve(self) -> None:
+        sync, fetcher = self._sync, self._fetcher
+        wake = sync.wake
         seen = -1
         while not self.stopping:
-            rung = self.npu.submitted()
-            if not (self.urgent or rung == seen):
+            rung = fetcher.submitted()
+            if not (sync.urgent or rung == seen):
                 seen = rung
-                self.wake.wait(QUIET_S)
-                self.wake.clear()
+                wake.wait(QUIET_S)
+                wake.clear()
                 continue
-            self.urgent = False
-            self.npu.fetch_all()
+            sync.urgent = False
+            fetcher.fetch_all()
             progressed = False
-            for sq in self.npu.active_sqs():
+            for sq in fetcher.sq_list:
                 progressed |= self._drain(sq)
-            if progressed or self.urgent:
+            if progressed or sync.urgent:
                 continue
-            self.idle = True
-            if not self.npu.has_unfetched():
-                self.wake.wait(IDLE_S)
-            self.wake.clear()
-            self.idle = False
+            sync.idle = True
+            if not fetcher.has_unfetched():
+                wake.wait(IDLE_S)
+            wake.clear()
+            sync.idle = False
             seen = -1
 
     def _drain(self, sq: SubmissionQueue) -> bool:
@@ -152,7 +165,22 @@ class Executor:
             if task.status and sq.stop_on_error and not sq.failed_code:
                 sq.failed_code = task.status
         if self.blocked_sqs.get(sq.sq_id) is not task:
-            self.npu.mark_real_done(task)
+            self._finished(task)
+
+    def _finished(self, task: Task) -> None:
+        """The task ran for real: tell the scheduler where it waits for that."""
+        task.real_done = True
+        kind = task.sqe.sqe_type
+        sync = self._sync
+        if kind == _PLACE_HOLDER:
+            with sync.lock:
+                self._timeline.callback_finished(task)
+                sync.lock.notify_all()
+            return
+        if task.discarded and kind == _EVENT_WAIT:
+            with sync.lock:
+                self._timeline.recheck(task.sq)
+        sync.ran(task)
 
     def _execute(self, task: Task) -> None:
         sqe = task.sqe
@@ -165,27 +193,27 @@ class Executor:
             assert isinstance(sqe, CallbackSqe)
             if sqe.block:
                 self.blocked_sqs[task.sq.sq_id] = task
-            self.npu.post_callback(task)
+            self._reports.post_callback(task, sqe.callback_id)
         elif kind not in _SLOT_TYPES:  # event slots live on the timeline
             task.status = TASK_TYPE_NOT_SUPPORT
 
     def callback_done(self, task: Task) -> None:
         """The host finished a blocking callback: release the stream."""
         self.blocked_sqs.pop(task.sq.sq_id, None)
-        self.npu.mark_real_done(task)
-        self.wake.set()
+        self._finished(task)
+        self._sync.wake.set()
 
     def _run_kernel(self, task: Task) -> None:
         sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
         kernel = task.kernel
         if kernel is None:
-            self._fail(task, KERNEL_LOOKUP, ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
+            self._fail(task, KERNEL_LOOKUP, ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
             return
         args = task.args
         if not args and not sqe.flags & DUMP:  # nothing to map, gather or capture
             self._compute_bare(task, kernel, sqe)
             return
-        space = self.npu.fabric.space(task.sq.asid) if args else None
+        space = self._fabric.space(task.sq.asid) if args else None
         values: list[object] = []
         scatter: list[tuple[np.ndarray, list[np.ndarray]]] = []  # outputs gathered over mappings
         try:
@@ -197,27 +225,23 @@ class Executor:
                     values.append(arg)
         except DeviceFault as fault:
             bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
-            self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, bits, str(fault), index)
+            self._fail(task, self._core_error(sqe), ErrorType.AICORE, bits, str(fault), index)
             assert space is not None
             self._exception_dump(task, space)
             return
-        dumping = sqe.flags & DUMP and self.npu.dump_mode
-        if dumping:
+        dump_mode = self._reports.dump_mode if sqe.flags & DUMP else DumpMode.NONE
+        if dump_mode:
             task.dump = self._new_dump(task, kernel.name)
-            if self.npu.dump_mode & DUMP_INPUTS:
+            if dump_mode & DumpMode.INPUTS:
                 self._capture(task.dump, task.args, values, kernel.outputs, "input")
         try:
-            if values:
-                with np.errstate(all="ignore"):  # like the NPU: overflow gives inf, no warning
-                    kernel.compute(*values)
-            else:
-                kernel.compute()
+            kernel.compute(*values)
             for gathered, parts in scatter:
                 copy_parts([gathered.reshape(-1).view(np.uint8)], parts)
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
             self._kernel_raised(task, sqe, exc)
             return
-        if dumping and task.dump is not None and self.npu.dump_mode & DUMP_OUTPUTS:
+        if dump_mode & DumpMode.OUTPUTS and task.dump is not None:
             self._capture(task.dump, task.args, values, kernel.outputs, "output")
 
     def _compute_bare(self, task: Task, kernel: Kernel, sqe: KernelSqe) -> None:
@@ -229,14 +253,14 @@ class Executor:
 
     def _kernel_raised(self, task: Task, sqe: KernelSqe, exc: Exception) -> None:
         """The kernel's own code raised: an AI Core error with an exception dump."""
-        self._fail(task, self._core_error(sqe), ERROR_TYPE_AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
-        self._exception_dump(task, self.npu.fabric.space(task.sq.asid))
+        self._fail(task, self._core_error(sqe), ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
+        self._exception_dump(task, self._fabric.space(task.sq.asid))
 
     def _new_dump(self, task: Task, kernel_name: str, exception: bool = False) -> DumpRecord:
         sqe = task.sqe
         scalars = tuple((i, a) for i, a in enumerate(task.args) if not isinstance(a, TensorArg))
         return DumpRecord(
-            self.npu.device_id,
+            self.device_id,
             sqe.stream_id,
             task.task_id,
             task.sq.sq_id,
@@ -257,7 +281,7 @@ class Executor:
 
     def _exception_dump(self, task: Task, space: AddressSpace) -> None:
         """On an AI Core error keep what can be read of every tensor argument (exception dump)."""
-        if not self.npu.exception_dump or task.kernel is None:
+        if not self._reports.exception_dump or task.kernel is None:
             return
         record = self._new_dump(task, task.kernel.name, exception=True)
         for index, arg in enumerate(task.args):
@@ -285,7 +309,7 @@ class Executor:
         nbytes = tensor_nbytes(arg)
         kind = "write" if write else "read"
         if Fabric.asid_of(arg.address) != space.asid:  # AI cores reach only their own context's memory
-            owner = self.npu.fabric.owner(arg.address)
+            owner = self._fabric.owner(arg.address)
             raise DeviceFault(kind, arg.address, nbytes, None, space.asid, owner.asid if owner else -1)
         parts = space.segments(arg.address, nbytes, kind)
         raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -306,7 +330,7 @@ class Executor:
             else:
                 self._copy(task, sqe)
         except DeviceFault as fault:
-            self._fail(task, SYS_DMA, ERROR_TYPE_MEMORY, ("SDMA_ADDR_ERROR",), str(fault))
+            self._fail(task, SYS_DMA, ErrorType.MEMORY, ("SDMA_ADDR_ERROR",), str(fault))
 
     def _copy(self, task: Task, sqe: SdmaSqe) -> None:
         if CopyKind(sqe.kind).reads_host:
@@ -320,14 +344,13 @@ class Executor:
         copy_parts(source, target)
 
     def _device_parts(self, task: Task, address: int, nbytes: int, kind: str) -> list[np.ndarray]:
-        space = self.npu.fabric.resolve(address, task.sq.asid, self.npu.device_id, kind, nbytes)
+        space = self._fabric.resolve(address, task.sq.asid, self.device_id, kind, nbytes)
         return space.segments(address, nbytes, kind)
 
     def _fail(
         self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, arg_index: int = 0
     ) -> None:
-        task.status = code
-        task.fault = self.npu.exception_record(task, code, error_type, bits, message, arg_index)
+        self._reports.fault(task, code, error_type, bits, message, arg_index)
 
 
 def copy_parts(source: list[np.ndarray], target: list[np.ndarray]) -> None:

@@ -5,27 +5,10 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from cannrt.abi import CQE, KernelSqe
+from cannrt.abi import CQE
 
 if TYPE_CHECKING:
     from cannrt.device.task import Task
-
-
-class QueueFull(Exception):
-    """The ring has no free entry and the device did not drain it in time."""
-
-
-TASK_ID_AT = 6  # byte offset of the 16-bit task id in every SQE header
-TASK_ID_BYTES = tuple(i.to_bytes(2, "little") for i in range(1 << 16))
-
-
-class TailRegister:
-    """An SQ's tail as its producer sees it (the doorbell register of a user-mapped ring)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
 
 
 class SubmissionQueue:
@@ -34,7 +17,7 @@ class SubmissionQueue:
     __slots__ = (
         "arrival_ns", "asid", "closed", "cq_id", "depth", "failed_code", "fetched", "model_busy",
         "model_head", "model_queue", "priority", "real_queue", "ring", "rung", "sq_id",
-        "stop_on_error", "stream_id", "tail", "template",
+        "stop_on_error", "stream_id", "tail",
     )  # fmt: skip
 
     def __init__(self, sq_id: int, depth: int, stream_id: int, asid: int, priority: int, cq_id: int) -> None:
@@ -50,8 +33,6 @@ class SubmissionQueue:
         self.tail = 0  # host: entries written (monotonic)
         self.fetched = 0  # device: entries decoded (monotonic)
         self.rung = False  # in the device's doorbell list, not fetched yet
-        # the last parameterless kernel SQE decoded: (bytes before the task id, bytes after, SQE)
-        self.template: tuple[bytes, bytes, KernelSqe] | None = None
         # device-side state (guarded by the device lock)
         self.real_queue: deque[Task] = deque()  # fetched, not yet executed for real
         self.model_queue: deque[Task] = deque()  # fetched, not yet dispatched on the timeline

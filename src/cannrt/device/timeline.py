@@ -29,8 +29,11 @@ from cannrt.device.l2 import L2Model
 from cannrt.device.records import task_record
 
 if TYPE_CHECKING:
-    from cannrt.device.npu import Npu
+    from cannrt.config import Settings
+    from cannrt.device.fabric import Fabric
     from cannrt.device.queues import SubmissionQueue
+    from cannrt.device.reports import Reports
+    from cannrt.device.sync import DeviceSync
     from cannrt.device.task import Task
 
 COMPLETE = 0  # completions first at an instant, so freed resources serve dispatches
@@ -63,10 +66,13 @@ CALLBACK_PATIENCE_S = 1.0
 class Timeline:
     """The deterministic model of one device's task scheduler and engines."""
 
-    def __init__(self, npu: Npu) -> None:
-        self.npu = npu
-        self.chip = npu.settings.chip
-        self.costs = npu.settings.device_costs
+    def __init__(self, device_id: int, settings: Settings, fabric: Fabric, reports: Reports, sync: DeviceSync) -> None:
+        self.device_id = device_id
+        self.chip = settings.chip
+        self.costs = settings.device_costs
+        self._fabric = fabric
+        self._reports = reports
+        self._sync = sync
         self.now = 0
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = 0
@@ -174,7 +180,7 @@ class Timeline:
             self._try_wait(sq, task)
             return
         if kind != _PLACE_HOLDER and not task.real_done:
-            self.npu.await_real(task)
+            self._sync.await_real(task)
         if task.discarded:
             self._start(sq, task, self.now + self.costs.event_ns)
         elif kind in (_KERNEL, _AICPU):
@@ -207,7 +213,7 @@ class Timeline:
         ready = value != 0 if sqe.mode == EventMode.BINARY else value >= sqe.value
         if ready:
             task.released = True
-            self.npu.await_real(task)
+            self._sync.await_real(task)
             self._start(sq, task, self.now + self.costs.event_ns)
         else:
             self._event_waiters.setdefault(sqe.event_id, set()).add(sq)
@@ -219,7 +225,7 @@ class Timeline:
             return
         sqe = task.sqe
         assert isinstance(sqe, SdmaSqe)
-        gbps = self.npu.fabric.copy_bandwidth(self.chip, sqe.op == SdmaOp.MEMSET, sqe.kind, sqe.src, sqe.dst)
+        gbps = self._fabric.copy_bandwidth(self.chip, sqe.op == SdmaOp.MEMSET, sqe.kind, sqe.src, sqe.dst)
         end = self.now + self.costs.copy_latency_ns + int(sqe.length / gbps)
         self.sdma_free[engine] = end
         task.cores = (engine,)
@@ -285,7 +291,7 @@ class Timeline:
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:
         sq = task.sq
-        if task.sqe.sqe_type == _PLACE_HOLDER and not self.npu.await_real(task, CALLBACK_PATIENCE_S):
+        if task.sqe.sqe_type == _PLACE_HOLDER and not self._sync.await_real(task, CALLBACK_PATIENCE_S):
             # the host has not run it (nobody processes reports?): park its SQ, keep the device going
             self._parked_callbacks.add(task)
             return
@@ -297,14 +303,11 @@ class Timeline:
         if not sq.closed:
             self._ready.add(sq)
             if task.status or sqe.flags & WR_CQE:
-                self.npu.post_completion(task)
+                self._reports.post_completion(task)
         if self.records is not None:
-            self.records.append(task_record(self.npu.device_id, task))
+            self.records.append(task_record(self.device_id, task))
         if task.dump is not None:
-            task.dump.end_ns = task.end_ns
-            task.dump.status = task.status
-            self.npu.dump_records.append(task.dump)
-            task.dump = None
+            self._reports.completed_dump(task)
 
     def has_parked_callbacks(self) -> bool:
         """True while a callback reached its end on the timeline but its host function has not run."""

@@ -9,21 +9,25 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from enum import IntEnum
+from typing import NamedTuple
 
-from cannrt.abi import (
-    DumpRecord,
-    EventMode,
-    ExceptionRecord,
-    TaskRecord,
-)
+from cannrt.abi import SQE_BYTES, DumpMode, DumpRecord, ExceptionRecord, TaskRecord
 from cannrt.config import Settings
-from cannrt.device.clock import HostClock
 from cannrt.device.fabric import Fabric
-from cannrt.device.npu import DeviceHang, Npu
-from cannrt.device.queues import TailRegister as TailRegister
+from cannrt.device.npu import Npu
+from cannrt.device.sync import DeviceHang
 from cannrt.driver.base import SpaceInfo, serialised
 from cannrt.driver.memory_calls import MemoryCalls
+from cannrt.driver.sq_ring import SqRing
 from cannrt.errors import CannError, CannTimeout, ErrorCode
+
+
+class WaitResult(NamedTuple):
+    """How a host wait ended: whether the condition held, and the host time it ended at (the
+    completion it waited for, or the modelled deadline)."""
+
+    done: bool
+    now_ns: int
 
 
 class Resource(IntEnum):
@@ -43,9 +47,9 @@ class Driver(MemoryCalls):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._lock = threading.RLock()  # guards ids, address spaces and HBM bookkeeping
-        self.clock = HostClock()
         self.fabric = Fabric()
         self._devices: dict[int, Npu] = {}
+        self._rings: dict[tuple[int, int], SqRing] = {}  # (device, SQ id) -> the mapped ring
         self._spaces: dict[int, SpaceInfo] = {}
         self._next_asid = 0
         self._free_asids: list[int] = []  # ids of destroyed address spaces, reused lowest first
@@ -69,7 +73,7 @@ class Driver(MemoryCalls):
         """Power up a device (idempotent)."""
         self._check_dev(dev)
         if dev not in self._devices:
-            self._devices[dev] = Npu(dev, self.settings, self.clock, self.fabric)
+            self._devices[dev] = Npu(dev, self.settings, self.fabric)
 
     @serialised
     def close(self, dev: int) -> None:
@@ -81,6 +85,7 @@ class Driver(MemoryCalls):
         for asid in [a for a, info in self._spaces.items() if info.space.device_id == dev]:
             self.space_destroy(asid)
         self._ids = {key: value for key, value in self._ids.items() if key[0] != dev}
+        self._rings = {key: ring for key, ring in self._rings.items() if key[0] != dev}
 
     def close_all(self) -> None:
         """Power down every device."""
@@ -141,95 +146,85 @@ class Driver(MemoryCalls):
     @serialised
     def sq_alloc(self, dev: int, stream_id: int, asid: int, priority: int, cq_id: int) -> int:
         """Allocate an SQ bound to a stream id, an address space and a CQ."""
+        space = self._space(asid).space
         sq_id = self.resource_alloc(dev, Resource.SQ)
-        self._npu(dev).create_sq(sq_id, stream_id, asid, priority, cq_id)
+        sq = self._npu(dev).create_sq(sq_id, stream_id, asid, priority, cq_id)
+        self._rings[(dev, sq_id)] = SqRing(self._npu(dev), sq, space)
         return sq_id
 
     @serialised
     def sq_free(self, dev: int, sq_id: int, discard: bool) -> None:
         """Free an SQ; discard drops tasks not yet run."""
         self._npu(dev).destroy_sq(sq_id, discard)
+        self._rings.pop((dev, sq_id), None)
         self.resource_free(dev, Resource.SQ, sq_id)
+
+    def sq_map(self, dev: int, sq_id: int) -> SqRing:
+        """The SQ mapped into the caller: write SQEs and parameter blocks, ring the doorbell."""
+        try:
+            return self._rings[(dev, sq_id)]
+        except KeyError:
+            raise CannError(ErrorCode.RT_INVALID_HANDLE, f"SQ {sq_id} of device {dev} is not allocated") from None
 
     def sq_set_stop_on_error(self, dev: int, sq_id: int, stop: bool) -> None:
         """Failure mode of the SQ: stop-on-error discards tasks after the first failure."""
-        self._npu(dev).sqs[sq_id].stop_on_error = stop
+        self._npu(dev).set_stop_on_error(sq_id, stop)
 
-    def task_send(self, dev: int, sq_id: int, sqe: bytes, param_va: int = 0, params: bytes = b"") -> int:
-        """Submit packed SQEs (and a kernel parameter block); returns at once with the position."""
-        return self._devices[dev].task_send(sq_id, sqe, param_va, params)
+    def task_send(
+        self, dev: int, sq_id: int, sqes: bytes, arrival_ns: int, param_va: int = 0, params: bytes = b""
+    ) -> int:
+        """Submit packed SQEs arriving at host time arrival_ns (and a parameter block for the
+        first); returns the first position at once."""
+        ring = self.sq_map(dev, sq_id)
+        first = ring.send(sqes[:SQE_BYTES], arrival_ns, param_va, params)
+        for offset in range(SQE_BYTES, len(sqes), SQE_BYTES):
+            ring.send(sqes[offset : offset + SQE_BYTES], arrival_ns)
+        return first
 
-    def sq_sender(self, dev: int, sq_id: int) -> Callable[[bytes, int, bytes], int]:
-        """Map an SQ into the caller: a function (sqe, param_va, params) -> position that writes
-        one SQE (and its parameter block) and rings the doorbell, as a user-mapped ring would."""
-        return self._npu(dev).sq_sender(sq_id)
+    def sq_head(self, dev: int, sq_id: int, now_ns: int) -> int:
+        """Tasks of the SQ completed by host time now_ns on the modelled timeline."""
+        return self._npu(dev).sq_head(sq_id, now_ns)
 
-    def sq_template_sender(
-        self, dev: int, sq_id: int, template: bytes, host_ns: int, lock: threading.Lock, tail: TailRegister
-    ) -> Callable[[], int]:
-        """Map an SQ for one repeated SQE: a function () -> position that sends `template` with
-        the next task id, under the producer's `lock`, keeping `tail` up to date."""
-        return self._npu(dev).sq_template_sender(sq_id, template, host_ns, lock, tail)
-
-    def sq_head(self, dev: int, sq_id: int) -> int:
-        """Tasks of the SQ completed by now on the modelled timeline."""
+    def sq_wait(self, dev: int, sq_id: int, position: int, now_ns: int, timeout_ns: int | None) -> WaitResult:
+        """Host wait from now_ns until the SQ head reaches position."""
         npu = self._npu(dev)
-        npu.catch_up()
-        return npu.sqs[sq_id].model_head
+        return self._wait(npu, npu.sq_done(sq_id, position), now_ns, timeout_ns)
 
-    def sq_wait(self, dev: int, sq_id: int, position: int, timeout_ns: int | None) -> bool:
-        """Host wait until the SQ head reaches position; False on a modelled timeout."""
+    def device_wait_idle(self, dev: int, now_ns: int, timeout_ns: int | None) -> WaitResult:
+        """Host wait from now_ns until every SQ of the device is drained."""
         npu = self._npu(dev)
-        sq = npu.sqs[sq_id]
-        return self._wait(npu, lambda: sq.model_head >= position or sq.closed, timeout_ns)
+        return self._wait(npu, npu.idle, now_ns, timeout_ns)
 
-    def device_wait_idle(self, dev: int, timeout_ns: int | None) -> bool:
-        """Host wait until every SQ of the device is drained."""
-        npu = self._npu(dev)
+    def event_read(self, dev: int, event_id: int, now_ns: int) -> tuple[int, int]:
+        """(value, timestamp ns) of a device event slot as of host time now_ns."""
+        return self._npu(dev).event_slot(event_id, now_ns)
 
-        def idle() -> bool:
-            return all(sq.model_head >= sq.tail for sq in npu.active_sqs())
-
-        return self._wait(npu, idle, timeout_ns)
-
-    def event_read(self, dev: int, event_id: int) -> tuple[int, int]:
-        """(value, timestamp ns) of a device event slot as of the host clock."""
-        npu = self._npu(dev)
-        npu.catch_up()
-        return npu.timeline.slots.get(event_id, (0, 0))
-
-    def event_wait(self, dev: int, event_id: int, value: int, mode: int, timeout_ns: int | None) -> bool:
+    def event_wait(
+        self, dev: int, event_id: int, value: int, mode: int, now_ns: int, timeout_ns: int | None
+    ) -> WaitResult:
         """Host wait on an event slot (TIMELINE: >= value; BINARY: != 0)."""
         npu = self._npu(dev)
-        slots = npu.timeline.slots
+        return self._wait(npu, npu.event_reached(event_id, value, mode), now_ns, timeout_ns)
 
-        def reached() -> bool:
-            current = slots.get(event_id, (0, 0))[0]
-            return current != 0 if mode == EventMode.BINARY else current >= value
+    def report_receive(self, dev: int, cq_id: int, count: int, now_ns: int) -> bytes:
+        """Up to count completion reports posted by host time now_ns (packed CQEs)."""
+        return self._npu(dev).take_reports(cq_id, count, now_ns)
 
-        return self._wait(npu, reached, timeout_ns)
-
-    def report_receive(self, dev: int, cq_id: int, count: int) -> bytes:
-        """Up to count completion reports posted by now (packed CQEs)."""
-        npu = self._npu(dev)
-        npu.catch_up()
-        return npu.cqs[cq_id].take(count)
-
-    def report_wait(self, dev: int, cq_id: int, timeout_ns: int | None) -> bool:
+    def report_wait(self, dev: int, cq_id: int, now_ns: int, timeout_ns: int | None) -> WaitResult:
         """Host wait until the CQ holds a report (the completion interrupt)."""
         npu = self._npu(dev)
-        cq = npu.cqs[cq_id]
-        return self._wait(npu, lambda: bool(cq.reports), timeout_ns)
+        return self._wait(npu, npu.cq_nonempty(cq_id), now_ns, timeout_ns)
 
-    def _wait(self, npu: Npu, done: Callable[[], bool], timeout_ns: int | None) -> bool:
+    @staticmethod
+    def _wait(npu: Npu, done: Callable[[], bool], now_ns: int, timeout_ns: int | None) -> WaitResult:
         try:
-            return npu.wait_until(done, timeout_ns)
+            return WaitResult(*npu.wait_until(done, now_ns, timeout_ns))
         except DeviceHang as exc:
             raise CannTimeout(ErrorCode.RT_STREAM_SYNC_TIMEOUT, f"watchdog: {exc}") from None
 
     def exceptions(self, dev: int, start: int = 0) -> list[ExceptionRecord]:
         """Device exception records from index start."""
-        return self._npu(dev).exceptions[start:]
+        return self._npu(dev).exceptions(start)
 
     # -- kernels, callbacks, tracing ---------------------------------------------------------
     def kernel_load(self, dev: int, name: str) -> int:
@@ -240,8 +235,8 @@ class Driver(MemoryCalls):
             raise CannError(ErrorCode.RT_KERNEL_LOOKUP, f"no kernel named {name!r} is registered") from None
 
     def set_callback_sink(self, dev: int, sink: Callable[[int, int, int, int, int, int], None]) -> None:
-        """Where callback reports of this device go."""
-        self._npu(dev).callback_sink = sink
+        """Where callback reports of this device go: sink(dev, sq, stream, task, callback, token)."""
+        self._npu(dev).set_callback_sink(sink)
 
     def callback_done(self, dev: int, token: int) -> None:
         """The host finished the callback behind token."""
@@ -249,39 +244,27 @@ class Driver(MemoryCalls):
 
     def trace_start(self, dev: int) -> None:
         """Start keeping a record of every task."""
-        timeline = self._npu(dev).timeline
-        if timeline.records is None:
-            timeline.records = []
+        self._npu(dev).trace(True)
 
-    def trace_stop(self, dev: int) -> list[TaskRecord]:
-        """Stop recording; returns the records kept (committed up to the host clock)."""
+    def trace_stop(self, dev: int, now_ns: int) -> list[TaskRecord]:
+        """Stop recording; returns the records kept (committed up to host time now_ns)."""
         npu = self._npu(dev)
-        npu.catch_up()
-        records = npu.timeline.records or []
-        npu.timeline.records = None
+        records = npu.take_records(now_ns)
+        npu.trace(False)
         return records
 
-    def trace_read(self, dev: int) -> list[TaskRecord]:
-        """Records kept so far (tracing continues)."""
-        npu = self._npu(dev)
-        npu.catch_up()
-        records = npu.timeline.records or []
-        npu.timeline.records = [] if npu.timeline.records is not None else None
-        return records
+    def trace_read(self, dev: int, now_ns: int) -> list[TaskRecord]:
+        """Records kept so far, up to host time now_ns (tracing continues)."""
+        return self._npu(dev).take_records(now_ns)
 
     def dump_configure(self, dev: int, inputs: bool, outputs: bool, exception: bool) -> None:
         """Which tensors the device dumps for kernels flagged DUMP, and whether faults dump."""
-        npu = self._npu(dev)
-        npu.dump_mode = (1 if inputs else 0) | (2 if outputs else 0)
-        npu.exception_dump = exception
+        mode = (DumpMode.INPUTS if inputs else DumpMode.NONE) | (DumpMode.OUTPUTS if outputs else DumpMode.NONE)
+        self._npu(dev).configure_dump(mode, exception)
 
-    def dump_read(self, dev: int) -> list[DumpRecord]:
-        """Dump records of tasks completed by now on the modelled timeline (taken once)."""
-        npu = self._npu(dev)
-        npu.catch_up()
-        with npu.lock:
-            records, npu.dump_records = npu.dump_records, []
-        return records
+    def dump_read(self, dev: int, now_ns: int) -> list[DumpRecord]:
+        """Dump records of tasks completed by host time now_ns (taken once)."""
+        return self._npu(dev).take_dumps(now_ns)
 
     # -- memory ------------------------------------------------------------------------------
 

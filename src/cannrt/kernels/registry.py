@@ -7,7 +7,6 @@ users add their own kernels with `register_kernel` exactly as the built-ins are 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,26 +42,8 @@ class Kernel:
 
 _REGISTRY: dict[str, Kernel] = {}
 _LOCK = threading.Lock()
-LAUNCH_GENERATION = [0]
-"""Bumped whenever a prepared launch could send something different: a kernel registered or
-replaced, or dump settings changed (see invalidate_launches)."""
-_LAUNCH_TABLES: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def track_launchers(owner: Any) -> None:
-    """Have invalidate_launches clear `owner.launchers` (a dict of prepared launches)."""
-    with _LOCK:
-        _LAUNCH_TABLES.add(owner)
-
-
-def invalidate_launches() -> None:
-    """Drop every prepared launch: clear the tracked tables and bump the generation (a launch
-    being prepared meanwhile sees the new generation and discards itself)."""
-    with _LOCK:
-        LAUNCH_GENERATION[0] += 1
-        owners = list(_LAUNCH_TABLES)
-    for owner in owners:
-        owner.launchers.clear()
+GENERATION = [0]
+"""Moves whenever a kernel is registered or replaced: launch caches compare against it."""
 
 
 def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
@@ -71,7 +52,7 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
         if kernel.name in _REGISTRY and not replace:
             raise ValueError(f"kernel {kernel.name!r} is already registered")
         _REGISTRY[kernel.name] = kernel
-    invalidate_launches()
+        GENERATION[0] += 1
     return kernel
 
 
@@ -80,9 +61,8 @@ def get_kernel(name: str) -> Kernel:
     return _REGISTRY[name]
 
 
-def current_kernel(name: str) -> Kernel | None:
-    """The kernel registered under name now (None if none): caches compare against it."""
-    return _REGISTRY.get(name)
+current_kernel: Callable[[str], Kernel | None] = _REGISTRY.get
+"""The kernel registered under name now (None if none): caches compare against it."""
 
 
 def kernel_names() -> list[str]:

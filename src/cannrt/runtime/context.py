@@ -81,6 +81,13 @@ class Context:
         with self.lock:
             self.events.discard(event)
 
+    def invalidate_launches(self) -> None:
+        """Every stream's next launches go through the launch checks."""
+        with self.lock:
+            streams = list(self.streams.values())
+        for stream in streams:
+            stream.launcher.invalidate()
+
     def allocate_internal(self, size: int) -> int:
         """Device memory the runtime itself uses (argument areas)."""
         va = self.runtime.driver.mem_alloc(self.asid, size, size, False)
@@ -107,7 +114,7 @@ class Context:
     def drain_reports(self) -> None:
         """Process completion reports: errors become stream errors and the sticky context error."""
         driver = self.runtime.driver
-        data = driver.report_receive(self.device_id, self.cq_id, 1 << 16)
+        data = driver.report_receive(self.device_id, self.cq_id, 1 << 16, self.runtime.clock.now_ns)
         if not data:
             return
         new_records = driver.exceptions(self.device_id, self._exceptions_seen)
@@ -123,8 +130,7 @@ class Context:
                 continue
             if not self.sticky_code:
                 self.sticky_code = cqe.error_code
-                for each in self.streams.values():
-                    each.launchers.clear()  # launches must see the sticky error now
+                self.invalidate_launches()  # launches must see the sticky error now
                 self.sticky_message = self.error_report(stream) or f"device error {cqe.error_code}"
             self.runtime.report_exception(self, cqe)
 

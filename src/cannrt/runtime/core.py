@@ -11,14 +11,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from cannrt.abi import DUMP, DescriptorError, ParamValue, TensorArg, pack_params
+from cannrt.abi import ParamValue, TensorArg
 from cannrt.config import Settings, load_settings
-from cannrt.driver.hal import Driver
+from cannrt.driver.hal import Driver, WaitResult
 from cannrt.errors import CannError, ErrorCode
-from cannrt.kernels import KernelArgumentError, get_kernel
-from cannrt.kernels.registry import LAUNCH_GENERATION, Kernel, current_kernel, invalidate_launches
+from cannrt.kernels import get_kernel
+from cannrt.kernels.registry import Kernel, current_kernel
 from cannrt.runtime.callbacks import CallbackHub
 from cannrt.runtime.context import Context
+from cannrt.runtime.host_clock import HostClock
 from cannrt.runtime.host_memory import HostAllocations
 from cannrt.runtime.stream import timeout_ns
 from cannrt.runtime.tracing import ApiRecord, api_call
@@ -26,8 +27,6 @@ from cannrt.runtime.tracing import ApiRecord, api_call
 if TYPE_CHECKING:
     from cannrt.abi import Cqe
     from cannrt.runtime.stream import Stream
-
-MAX_BLOCK_DIM = 65535
 
 
 class ExceptionInfo(NamedTuple):
@@ -73,6 +72,7 @@ class Runtime:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or load_settings()
         self.driver = Driver(self.settings)
+        self.clock = HostClock()  # the modelled host time; the driver is told it in each call
         self.host = HostAllocations()
         self.callbacks = CallbackHub(self)
         self.devices: dict[int, DeviceState] = {}
@@ -91,17 +91,25 @@ class Runtime:
     @dump_config.setter
     def dump_config(self, config: DumpConfig | None) -> None:
         self._dump_config = config
-        invalidate_launches()  # prepared launches would skip the dump flag
+        with self._lock:
+            contexts = [c for state in self.devices.values() for c in state.contexts if not c.destroyed]
+        for context in contexts:
+            context.invalidate_launches()  # launches are flagged for the dump, or not, from now on
 
     # -- host clock --------------------------------------------------------------------------
     def host_cost(self, ns: int) -> None:
         """Charge a host API call's modelled cost."""
-        self.driver.clock.now_ns += ns
+        self.clock.now_ns += ns
 
     @property
     def host_time_ns(self) -> int:
         """The modelled host clock."""
-        return self.driver.clock.now_ns
+        return self.clock.now_ns
+
+    def waited(self, result: WaitResult) -> bool:
+        """Move the host clock to where a host wait ended; True if its condition held."""
+        self.clock.move_to(result.now_ns)
+        return result.done
 
     # -- devices and contexts ----------------------------------------------------------------
     def set_device(self, device_id: int) -> Context:
@@ -188,7 +196,7 @@ class Runtime:
         """Wait for every stream of the device (aclrtSynchronizeDevice[WithTimeout])."""
         state = self.device_state(device_id)
         self.host_cost(self.settings.host_costs.sync_ns)
-        done = self.driver.device_wait_idle(device_id, timeout_ns(timeout_ms))
+        done = self.waited(self.driver.device_wait_idle(device_id, self.clock.now_ns, timeout_ns(timeout_ms)))
         for context in state.contexts:
             if not context.destroyed:
                 context.drain_reports()
@@ -218,39 +226,7 @@ class Runtime:
         """Validate and enqueue a kernel (aclrtLaunchKernel); nothing is enqueued on bad input.
 
         op_name names this launch in dumps (the graph's node name); the kernel name is its op type."""
-        if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
-            raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
-        generation = LAUNCH_GENERATION[0]
-        kernel, pc = self.kernel(stream.device_id, name)
-        core_kind = kernel.core_kind
-        try:
-            kernel.check(args)
-            params = pack_params(tuple(args)) if args else b""
-        except (KernelArgumentError, DescriptorError) as exc:
-            raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
-        if self._dump_config is None:
-            if args:
-                return stream.submit_kernel(pc, core_kind, block_dim, params)
-            position = stream.submit_kernel(pc, core_kind, block_dim, b"")
-            key = name if block_dim == 1 else (name, block_dim)
-            stream.launchers[key] = stream.kernel_launcher(pc, core_kind, block_dim)
-            if LAUNCH_GENERATION[0] != generation:  # invalidated while this one was prepared
-                stream.launchers.pop(key, None)
-            return position
-        return self._launch_dumped(stream, name, op_name, pc, core_kind, block_dim, params)
-
-    def _launch_dumped(
-        self, stream: Stream, kernel: str, op_name: str | None, pc: int, core_kind: int, block_dim: int, params: bytes
-    ) -> int:
-        """A launch while dumping: flag the SQE if the op is on the dump list, remember its name."""
-        config = self.dump_config
-        assert config is not None
-        name = op_name or kernel
-        flags = DUMP if config.wants(name) else 0
-        position = stream.submit_kernel(pc, core_kind, block_dim, params, flags)
-        if flags:
-            config.op_names[(stream.device_id, stream.stream_id, position & 0xFFFF)] = name
-        return position
+        return stream.launch(name, block_dim, tuple(args), op_name)
 
     # -- errors ------------------------------------------------------------------------------
     def report_exception(self, context: Context, cqe: Cqe) -> None:

@@ -34,6 +34,7 @@ class Event:
         # aclrtCreateEvent (legacy, no flags) records timestamps; otherwise ACL_EVENT_TIME_LINE decides
         self.timing = bool(flags & EVENT_TIME_LINE) or (legacy and flags == 0)
         self.device_id = context.device_id
+        self._runtime = context.runtime
         self._driver = context.runtime.driver
         self._costs = context.runtime.settings.host_costs
         self.event_id = self._driver.resource_alloc(self.device_id, Resource.EVENT)
@@ -89,10 +90,10 @@ class Event:
     def query(self) -> bool:
         """True once the newest record completed, or if never recorded (aclrtQueryEventStatus)."""
         self._check()
-        self.context.runtime.driver.clock.now_ns += poll_cost(self._costs.call_ns, self._poll_streak)
+        self._runtime.clock.now_ns += poll_cost(self._costs.call_ns, self._poll_streak)
         if self.records == 0:
             return True
-        value, _ = self._driver.event_read(self.device_id, self.event_id)
+        value, _ = self._driver.event_read(self.device_id, self.event_id, self._runtime.clock.now_ns)
         done = value != 0 if self.legacy else value >= self.records
         self._poll_streak = 0 if done else self._poll_streak + 1
         return done
@@ -104,7 +105,11 @@ class Event:
         self.context.check_sticky()
         if self.records == 0:
             return
-        done = self._driver.event_wait(self.device_id, self.event_id, self.records, self.mode, timeout_ns(timeout_ms))
+        now = self._runtime.clock.now_ns
+        result = self._driver.event_wait(
+            self.device_id, self.event_id, self.records, self.mode, now, timeout_ns(timeout_ms)
+        )
+        done = self._runtime.waited(result)
         self.context.drain_reports()
         if not done:
             raise CannTimeout(
@@ -121,7 +126,7 @@ class Event:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"event {self.event_id} was never recorded")
         if not self.query():
             raise CannError(ErrorCode.RT_EVENT_NOT_COMPLETE, f"event {self.event_id} is not complete yet")
-        return self._driver.event_read(self.device_id, self.event_id)[1]
+        return self._driver.event_read(self.device_id, self.event_id, self._runtime.clock.now_ns)[1]
 
     @api_call("aclrtEventElapsedTime")
     def elapsed_ms(self, end: Event) -> float:

@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING
 from cannrt.abi import (
     CALLBACK_SQE,
     EVENT_SQE,
-    KERNEL_SQE,
-    MAX_PARAM_BYTES,
     SDMA_SQE,
     WR_CQE,
+    ParamValue,
     SqeType,
 )
-from cannrt.driver.hal import Resource, TailRegister
+from cannrt.driver.hal import Resource
 from cannrt.errors import CannError, CannTimeout, ErrorCode
-from cannrt.kernels.registry import track_launchers
+from cannrt.runtime.launch import Launcher
 from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
@@ -42,10 +41,6 @@ def poll_cost(call_ns: int, streak: int) -> int:
     return call_ns << min(streak, MAX_POLL_DOUBLINGS)
 
 
-_KERNEL = int(SqeType.KERNEL)
-_pack_kernel = KERNEL_SQE.pack
-
-
 class Stream:
     """An in-order queue of device tasks; tasks of different streams may run concurrently."""
 
@@ -57,7 +52,8 @@ class Stream:
         self.device_id = context.device_id
         runtime = context.runtime
         self._driver = runtime.driver
-        self._clock = runtime.driver.clock
+        self._runtime = runtime
+        self._clock = runtime.clock
         self._costs = runtime.settings.host_costs
         self.stream_id = self._driver.resource_alloc(self.device_id, Resource.STREAM)
         try:
@@ -67,21 +63,16 @@ class Stream:
         except CannError:
             self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
             raise
-        self.depth = runtime.settings.chip.sq_depth
-        self._send = self._driver.sq_sender(self.device_id, self.sq_id)
-        # prepared parameterless launches, by kernel name (block_dim 1) or (name, block_dim);
-        # cleared when kernels or dump settings change (the registry tracks this table), on
-        # destroy and on a sticky error
-        self.launchers: dict[str | tuple[str, int], Callable[[], int]] = {}
-        track_launchers(self)
-        self._tail = TailRegister()  # tasks submitted (monotonic), shared with the mapped ring
+        self.depth: int = runtime.settings.chip.sq_depth
+        self._ring = self._driver.sq_map(self.device_id, self.sq_id)
+        self._send = self._ring.send
+        self.tail = 0  # tasks submitted (monotonic): the position of the next one
         self._submit_lock = threading.Lock()  # one producer at a time: task ids, argument slots, ring
+        self.launcher = Launcher(self, self._ring, self._clock, self._costs.launch_ns, self._submit_lock)
         self.destroyed = False
         self.stop_on_error = False
         self.error_code = 0  # first device error seen on this stream and not yet reported
         self.creator_thread = threading.get_ident()
-        self._param_base = 0  # argument area: one MAX_PARAM_BYTES slot per SQ entry
-        self._launch_ns = self._costs.launch_ns
         self._poll_streak = 0  # consecutive not-ready queries
 
     def __repr__(self) -> str:
@@ -95,45 +86,9 @@ class Stream:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self.context.check_sticky()
 
-    def submit_kernel(self, pc: int, core_kind: int, block_dim: int, params: bytes, flags: int = 0) -> int:
-        """Send a kernel SQE (and its parameter block); returns the task position."""
-        if self.destroyed or self.context.sticky_code:
-            self.check_usable()
-        param_area = self._param_area() if params else 0
-        with self._submit_lock:
-            position = self.tail
-            param_va = param_area + (position % self.depth) * MAX_PARAM_BYTES if params else 0
-            sqe = _pack_kernel(
-                _KERNEL, flags, block_dim, self.stream_id, position & 0xFFFF,
-                0, 0, 1 if params else 0, core_kind, len(params), pc, param_va,
-            )  # fmt: skip
-            self._clock.now_ns += self._launch_ns
-            self.tail = self._send(sqe, param_va, params) + 1
-        return position
-
-    def kernel_launcher(self, pc: int, core_kind: int, block_dim: int) -> Callable[[], int]:
-        """submit_kernel for one parameterless launch shape: the SQE packed once, each call
-        sent with its task id by the mapped ring itself (the fast path for repeated launches;
-        returns the position). Destroying the stream or a sticky error drops the launchers."""
-        sqe = _pack_kernel(_KERNEL, 0, block_dim, self.stream_id, 0, 0, 0, 0, core_kind, 0, pc, 0)
-        return self._driver.sq_template_sender(
-            self.device_id, self.sq_id, sqe, self._launch_ns, self._submit_lock, self._tail
-        )
-
-    @property
-    def tail(self) -> int:
-        """Tasks submitted so far (monotonic)."""
-        return self._tail.value
-
-    @tail.setter
-    def tail(self, value: int) -> None:
-        self._tail.value = value
-
-    def _param_area(self) -> int:
-        if not self._param_base:
-            size = self.depth * MAX_PARAM_BYTES
-            self._param_base = self.context.allocate_internal(size)
-        return self._param_base
+    def launch(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None = None) -> int:
+        """Launch a kernel (aclrtLaunchKernel; see Launcher.launch): returns the task position."""
+        return self.launcher.launch(name, block_dim, args, op_name)
 
     def _submit(self, pack: Callable[[int], bytes], host_ns: int) -> int:
         """Send one non-kernel SQE built by pack(position)."""
@@ -141,8 +96,8 @@ class Stream:
         with self._submit_lock:
             position = self.tail
             sqe = pack(position)
-            self._clock.now_ns += host_ns
-            self.tail = self._send(sqe, 0, b"") + 1
+            now = self._clock.now_ns = self._clock.now_ns + host_ns
+            self.tail = self._send(sqe, now) + 1
         return position
 
     def submit_event(self, sqe_type: int, event_id: int, mode: int, value: int) -> int:
@@ -172,12 +127,16 @@ class Stream:
         )
 
     # -- observation -------------------------------------------------------------------------
+    def head(self) -> int:
+        """Tasks of this stream completed by now on the modelled timeline."""
+        return self._driver.sq_head(self.device_id, self.sq_id, self._clock.now_ns)
+
     @api_call("aclrtStreamQuery")
     def query(self) -> bool:
         """True if every task submitted so far has completed (models aclrtStreamQuery)."""
         self.check_usable()
         self._clock.now_ns += poll_cost(self._costs.call_ns, self._poll_streak)
-        done = self._driver.sq_head(self.device_id, self.sq_id) >= self.tail
+        done = self.head() >= self.tail
         self._poll_streak = 0 if done else self._poll_streak + 1
         self.context.drain_reports()
         return done
@@ -190,10 +149,12 @@ class Stream:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self._clock.now_ns += self._costs.sync_ns
         wait_ns = timeout_ns(timeout_ms)
-        finished = self._driver.sq_wait(self.device_id, self.sq_id, self.tail, wait_ns)
+        finished = self._runtime.waited(
+            self._driver.sq_wait(self.device_id, self.sq_id, self.tail, self._clock.now_ns, wait_ns)
+        )
         self.context.drain_reports()
         if not finished:
-            head = self._driver.sq_head(self.device_id, self.sq_id)
+            head = self.head()
             raise CannTimeout(
                 ErrorCode.RT_STREAM_SYNC_TIMEOUT,
                 f"stream {self.stream_id}: {self.tail - head} of {self.tail} tasks not complete after {timeout_ms} ms",
@@ -224,15 +185,15 @@ class Stream:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "the default stream cannot be destroyed")
         if not force:
             with contextlib.suppress(CannError):
-                self._driver.sq_wait(self.device_id, self.sq_id, self.tail, None)
+                self._runtime.waited(
+                    self._driver.sq_wait(self.device_id, self.sq_id, self.tail, self._clock.now_ns, None)
+                )
         self.release(discard=force)
 
     def release(self, discard: bool) -> None:
         """Give the SQ, stream id and argument area back (no waiting)."""
         self.destroyed = True
-        self.launchers.clear()
+        self.launcher.release()
         self._driver.sq_free(self.device_id, self.sq_id, discard)
         self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
-        if self._param_base:
-            self.context.free_internal(self._param_base)
         self.context.forget_stream(self)

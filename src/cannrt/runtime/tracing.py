@@ -44,7 +44,7 @@ def api_call(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             records = getattr(runtime, "api_records", None)
             if records is None:
                 return function(*args, **kwargs)
-            clock = runtime.driver.clock  # type: ignore[union-attr]
+            clock = runtime.clock  # type: ignore[union-attr]
             start = clock.now_ns
             try:
                 return function(*args, **kwargs)

@@ -155,7 +155,7 @@ def test_nothing_is_recorded_when_profiling_is_off(rt: Runtime) -> None:
         pass
     workload()
     assert prof.records == [] and prof.api == [] and prof.op_summary() == []
-    assert rt.api_records is None and rt.driver.trace_read(0) == []
+    assert rt.api_records is None and rt.driver.trace_read(0, rt.host_time_ns) == []
 
 
 def test_a_second_profiler_on_the_same_runtime_is_refused(rt: Runtime) -> None:

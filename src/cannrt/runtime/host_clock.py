@@ -1,4 +1,4 @@
-"""The modelled host clock shared by every device of one simulated machine."""
+"""The modelled host clock: the host side of one simulated machine (the devices are told its time)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,80 @@
+"""The handshakes of one device: host waits, the scheduler and the worker meet on one lock.
+
+The scheduler (modelled time) may need a task's real results before it can commit it; the worker
+runs tasks for real on its own thread; host threads wait for modelled progress. DeviceSync holds
+the lock they share, the worker's wake-up and the flags each side reads of the other.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cannrt.device.task import Task
+
+AWAIT_POLL_S = 0.05  # a waiter re-checks at least this often (the worker notifies too)
+
+
+class DeviceHang(Exception):
+    """A real wait exceeded the wall-clock watchdog."""
+
+
+class DeviceSync:
+    """The device lock, the worker's wake-up, and who waits for what."""
+
+    def __init__(self, watchdog_s: float) -> None:
+        self.watchdog_s = watchdog_s
+        self.lock = threading.Condition(threading.Lock())
+        self.wake = threading.Event()  # set to wake the worker
+        self.idle = False  # the worker found nothing to do and sleeps
+        self.urgent = False  # someone waits for real results: the worker runs at once
+        self.host_waiters = 0  # host threads inside a wait (guarded by lock)
+        self._awaited: Task | None = None  # the task the scheduler waits to see run for real
+
+    def hurry(self) -> None:
+        """Someone waits for real results: the worker runs everything now."""
+        self.urgent = True
+        self.wake.set()
+
+    def kick(self) -> None:
+        """A doorbell was rung: wake an idle worker and any host thread waiting on the device."""
+        if self.idle:
+            self.idle = False  # one wake per idle period, however long the burst
+            self.wake.set()
+        if self.host_waiters:
+            with self.lock:
+                self.lock.notify_all()
+
+    def ran(self, task: Task) -> None:
+        """The worker finished task for real: release the scheduler if it waits for it."""
+        if task is self._awaited:
+            with self.lock:
+                self.lock.notify_all()
+
+    def await_real(self, task: Task, patience_s: float | None = None) -> bool:
+        """Block (lock held, released while waiting) until the worker has run task. With a
+        patience, give up after that much wall time and return False; without one, a task that
+        never runs is a DeviceHang after the watchdog."""
+        if task.real_done:
+            return True
+        limit = self.watchdog_s if patience_s is None else patience_s
+        deadline = time.monotonic() + limit
+        self._awaited = task  # set before re-checking real_done: the worker notifies for this task
+        self.hurry()
+        try:
+            while not _ran(task):  # set by the worker thread
+                self.lock.wait(AWAIT_POLL_S)
+                if time.monotonic() > deadline:
+                    if patience_s is not None:
+                        return False
+                    raise DeviceHang(f"task {task.task_id} on stream {task.sqe.stream_id} never finished")
+        finally:
+            self._awaited = None
+        return True
+
+
+def _ran(task: Task) -> bool:
+    """Whether the worker has run task (read anew each time: another thread sets it)."""
+    return task.real_done

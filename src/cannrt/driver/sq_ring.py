@@ -1,0 +1,69 @@
+"""An SQ mapped into the runtime, as a real driver maps the ring and its doorbell register.
+
+The runtime writes SQEs (and kernel parameter blocks) through it and nothing else: it never sees
+the device's queue. One producer at a time per SQ (the runtime serialises a stream's
+submissions). Writing never waits for the device's execution, only (briefly) for a full ring.
+"""
+
+from __future__ import annotations
+
+from cannrt.device.memory import AddressSpace, DeviceFault
+from cannrt.device.npu import Npu
+from cannrt.device.queues import SubmissionQueue
+from cannrt.device.sync import DeviceHang
+from cannrt.errors import CannError, CannTimeout, ErrorCode
+
+
+class SqRing:
+    """The user-space view of one SQ: its tail, and send."""
+
+    __slots__ = ("_arrivals", "_depth", "_doorbells", "_npu", "_ring", "_space", "_sq", "_sync", "sq_id")
+
+    def __init__(self, npu: Npu, sq: SubmissionQueue, space: AddressSpace) -> None:
+        self.sq_id = sq.sq_id
+        self._npu = npu
+        self._sq = sq
+        self._ring = sq.ring
+        self._arrivals = sq.arrival_ns
+        self._depth = sq.depth
+        self._space = space  # the SQ's address space: parameter blocks are written there
+        self._doorbells, self._sync = npu.doorbell_register()
+
+    @property
+    def tail(self) -> int:
+        """SQEs written so far (monotonic): the next SQE's position."""
+        return self._sq.tail
+
+    def send(self, sqe: bytes, arrival_ns: int, param_va: int = 0, params: bytes = b"") -> int:
+        """Write one 64-byte SQE that arrives at host time arrival_ns (and first the parameter
+        block it points at, once the ring has room for it) and ring the doorbell; returns its
+        position. CannTimeout if the ring stays full past the watchdog."""
+        sq = self._sq
+        position = sq.tail
+        if position - sq.fetched >= self._depth:
+            self._wait_for_space()
+        if params:
+            self._write_params(param_va, params)
+        slot = position % self._depth
+        self._ring[slot] = sqe
+        self._arrivals[slot] = arrival_ns
+        sq.tail = position + 1
+        if not sq.rung:  # the doorbell: one entry per SQ until the device fetches it
+            sq.rung = True
+            self._doorbells.append(sq)
+        sync = self._sync
+        if sync.idle or sync.host_waiters:
+            sync.kick()
+        return position
+
+    def _write_params(self, param_va: int, params: bytes) -> None:
+        try:
+            self._space.view(param_va, len(params), "write")[:] = memoryview(params)
+        except DeviceFault as fault:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"parameter block: {fault}") from None
+
+    def _wait_for_space(self) -> None:
+        try:
+            self._npu.wait_for_ring_space(self._sq)
+        except DeviceHang as exc:
+            raise CannTimeout(ErrorCode.RT_STREAM_TASK_FULL, f"watchdog: {exc}") from None

@@ -1,0 +1,224 @@
+"""The launch path of one stream (aclrtLaunchKernel), the same for every kernel.
+
+A launch shape is (kernel, blockDim, arguments, dump flags). The first launch of a shape checks
+the arguments against the kernel, packs its parameter block and its SQE in one step and keeps
+them; every later launch of the shape only fills in the task id and sends. The parameter block
+is written once into a slot of the stream's argument area and every launch of the shape points
+at it.
+
+Policy of the argument area: `depth` slots of MAX_PARAM_BYTES (one per SQ entry), one per kept
+shape with arguments; a new shape takes a fresh slot, else the slot launched longest ago (of a
+dropped shape, or of the least recently used one). That is safe without asking the device: the
+other depth - 1 slots were each launched later, at distinct positions, so the new launch's
+position is at least depth past the slot's last launch, and the ring has room for it only once
+that launch was fetched (the device reads a parameter block when it fetches the SQE).
+
+A launch of a kept shape whose arguments are all tensors goes straight to its sender (a closure
+with everything bound); others, and every launch while dumping, go through the checks below.
+The senders are dropped whenever a launch could need the checks again: the stream destroyed or
+its context sticky with an error, dumping switched on or off (the runtime tells every stream), a
+kernel registered or replaced (the registry's generation moves).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cannrt.abi import (
+    DUMP,
+    KERNEL_SQE,
+    MAX_PARAM_BYTES,
+    TASK_ID_AT,
+    TASK_ID_BYTES,
+    DescriptorError,
+    ParamValue,
+    SqeType,
+    TensorArg,
+    pack_params,
+)
+from cannrt.errors import CannError, ErrorCode
+from cannrt.kernels import KernelArgumentError
+from cannrt.kernels.registry import GENERATION, Kernel, current_kernel
+
+if TYPE_CHECKING:
+    from cannrt.driver.sq_ring import SqRing
+    from cannrt.runtime.host_clock import HostClock
+    from cannrt.runtime.stream import Stream
+
+MAX_BLOCK_DIM = 65535
+MAX_SHAPES_PER_DEPTH = 4  # kept shapes (with or without arguments) per SQ entry
+_KERNEL = int(SqeType.KERNEL)
+LaunchKey = tuple[object, ...]
+
+
+class Shape:
+    """One kept launch shape: its kernel, its SQE around the task id, its parameter block."""
+
+    __slots__ = ("kernel", "last_use", "param_va", "params", "prefix", "suffix")
+
+    def __init__(self, kernel: Kernel, prefix: bytes, suffix: bytes, param_va: int, params: bytes) -> None:
+        self.kernel = kernel
+        self.prefix = prefix  # SQE bytes before the task id
+        self.suffix = suffix  # SQE bytes after it
+        self.param_va = param_va  # its slot in the argument area (0 without arguments)
+        self.params = params  # written into the slot with the first send (then b"")
+        self.last_use = -1  # position of the newest launch of this shape
+
+
+class Launcher:
+    """Sends kernel launches on one stream: kept shapes, their senders, the argument area."""
+
+    def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: threading.Lock) -> None:
+        self._stream = stream  # whose tail (next position) launches take, under its submit lock
+        self._context = stream.context
+        self._runtime = stream.context.runtime
+        self._stream_id = stream.stream_id
+        self._send = ring.send
+        self._clock = clock
+        self._depth = stream.depth
+        self._launch_ns = launch_ns
+        self._lock = lock
+        self.senders: dict[LaunchKey, Callable[[], int]] = {}  # (name, blockDim, tensors) -> send
+        self._shapes: OrderedDict[LaunchKey, Shape] = OrderedDict()  # every kept shape, LRU first
+        self._generation = GENERATION[0]  # of the kernel registry when the shapes were made
+        self._area = 0  # argument area base VA (allocated with the first shape with arguments)
+        self._slots_made = 0
+        self._retired: list[tuple[int, int]] = []  # (last use, slot VA) of slots no shape holds
+
+    def launch(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None = None) -> int:
+        """Launch a kernel (aclrtLaunchKernel): nothing is enqueued on bad input; returns the
+        task position. op_name names the launch in dumps (the graph's node name)."""
+        send = self.senders.get((name, block_dim, args))
+        if send is not None and self._generation == GENERATION[0]:
+            return send()
+        return self._launch_checked(name, block_dim, args, op_name)
+
+    def invalidate(self) -> None:
+        """Later launches go through the checks (the stream's or the dump's state changed)."""
+        self.senders.clear()
+
+    def clear(self) -> None:
+        """Forget every kept shape."""
+        with self._lock:
+            for key in list(self._shapes):
+                self._drop(key)
+
+    def release(self) -> None:
+        """Give the argument area back (the stream is destroyed)."""
+        self.senders.clear()
+        self._shapes.clear()
+        if self._area:
+            self._context.free_internal(self._area)
+            self._area = 0
+
+    def _launch_checked(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None) -> int:
+        self._stream.check_usable()
+        if self._generation != GENERATION[0]:  # a kernel was registered or replaced
+            self.clear()
+            self._generation = GENERATION[0]
+        dump = self._runtime.dump_config
+        dumped = op_name or name
+        if dump is not None and not dump.wants(dumped):
+            dump = None
+        key: LaunchKey = (name, block_dim, args)
+        plain = dump is None and all(arg.__class__ is TensorArg for arg in args)
+        if not plain:  # 1, 1.0 and True are equal keys but different parameter blocks
+            key = (*key, tuple(map(type, args)), dumped if dump is not None else None)
+        with self._lock:
+            shape = self._shapes.get(key)
+            position = self._send_locked(key, shape) if shape and current_kernel(name) is shape.kernel else -1
+        if position < 0:
+            kernel, pc, params = self._check(name, block_dim, args)
+            with self._lock:
+                shape = self._keep(key, kernel, pc, block_dim, params, dump is not None)
+                if plain:
+                    self.senders[key] = self._sender(key, shape)
+                position = self._send_locked(key, shape)
+        if dump is not None:
+            dump.op_names[(self._context.device_id, self._stream_id, position & 0xFFFF)] = dumped
+        return position
+
+    def _send_locked(self, key: LaunchKey, shape: Shape) -> int:
+        stream = self._stream
+        position = stream.tail
+        clock = self._clock
+        now = clock.now_ns = clock.now_ns + self._launch_ns
+        params = shape.params
+        if params:
+            shape.params = b""
+        self._send(shape.prefix + TASK_ID_BYTES[position & 0xFFFF] + shape.suffix, now, shape.param_va, params)
+        shape.last_use = position
+        stream.tail = position + 1
+        self._shapes.move_to_end(key)
+        return position
+
+    def _sender(self, key: LaunchKey, shape: Shape) -> Callable[[], int]:
+        """_send_locked for one kept shape with everything bound (its parameters are written)."""
+        lock, stream, clock, send, ids = self._lock, self._stream, self._clock, self._send, TASK_ID_BYTES
+        prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
+        used = self._shapes.move_to_end
+
+        def sender() -> int:
+            with lock:
+                position = stream.tail
+                now = clock.now_ns = clock.now_ns + launch_ns
+                send(prefix + ids[position & 0xFFFF] + suffix, now, param_va)
+                shape.last_use = position
+                stream.tail = position + 1
+                used(key)
+            return position
+
+        return sender
+
+    def _check(self, name: str, block_dim: int, args: tuple[ParamValue, ...]) -> tuple[Kernel, int, bytes]:
+        """A new shape's checks: blockDim, the kernel (loaded on first use), its arguments."""
+        if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
+        kernel, pc = self._runtime.kernel(self._context.device_id, name)
+        try:
+            kernel.check(args)
+            params = pack_params(args) if args else b""
+        except (KernelArgumentError, DescriptorError) as exc:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
+        return kernel, pc, params
+
+    def _keep(self, key: LaunchKey, kernel: Kernel, pc: int, block_dim: int, params: bytes, dump: bool) -> Shape:
+        """Pack a checked shape's SQE around its slot and keep it (lock held)."""
+        if key in self._shapes:
+            self._drop(key)
+        elif len(self._shapes) >= MAX_SHAPES_PER_DEPTH * self._depth:
+            self._drop(next(iter(self._shapes)))
+        param_va = self._slot() if params else 0
+        sqe = KERNEL_SQE.pack(
+            _KERNEL, DUMP if dump else 0, block_dim, self._stream_id, 0,
+            0, 0, 1 if params else 0, kernel.core_kind, len(params), pc, param_va,
+        )  # fmt: skip
+        shape = self._shapes[key] = Shape(kernel, sqe[:TASK_ID_AT], sqe[TASK_ID_AT + 2 :], param_va, params)
+        return shape
+
+    def _drop(self, key: LaunchKey) -> None:
+        """Forget a kept shape (lock held); its slot is retired with its last use."""
+        shape = self._shapes.pop(key)
+        self.senders.pop(key, None)
+        if shape.param_va:
+            self._retired.append((shape.last_use, shape.param_va))
+
+    def _slot(self) -> int:
+        """An argument slot for a new shape: a new one while the area has room, else the one
+        launched longest ago, retired or held by the least recently used shape (lock held)."""
+        if self._slots_made < self._depth:
+            if not self._area:
+                self._area = self._context.allocate_internal(self._depth * MAX_PARAM_BYTES)
+            self._slots_made += 1
+            return self._area + (self._slots_made - 1) * MAX_PARAM_BYTES
+        held = next((key for key, shape in self._shapes.items() if shape.param_va), None)
+        oldest = min(self._retired) if self._retired else None
+        if oldest is not None and (held is None or oldest[0] < self._shapes[held].last_use):
+            self._retired.remove(oldest)
+            return oldest[1]
+        assert held is not None, "every slot is retired or held"
+        self._drop(held)
+        return self._retired.pop()[1]
