@@ -18,7 +18,6 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from rich.console import Console
@@ -87,13 +86,12 @@ def shapes(device: cannrt.Device) -> list[Shape]:
     hb = rng.standard_normal((16, 16)).astype(np.float16)
     hc = np.empty((16, 16), np.float32)
     a, b, c = device.array(ha), device.array(hb), device.empty((16, 16), np.float32)
-    kept: list[Any] = [x, y, z, a, b, c]
     return [
         Shape("(a) empty kernel", lambda s: s.launch("nop"), lambda: np.add(one_x, one_y),
               "numpy.add 1 elem", None, GOAL_EMPTY_RATIO, None),
-        Shape("(b) add 3 x 16 fp32", lambda s: s.launch("add", *kept[:3]), lambda: np.add(hx, hy, out=hz),
+        Shape("(b) add 3 x 16 fp32", lambda s: s.launch("add", x, y, z), lambda: np.add(hx, hy, out=hz),
               "numpy.add same arrays", GOAL_LAUNCH_US, GOAL_LAUNCH_RATIO, GOAL_TASKS_PER_S),
-        Shape("(c) matmul 16x16 fp16", lambda s: s.launch("matmul", *kept[3:]),
+        Shape("(c) matmul 16x16 fp16", lambda s: s.launch("matmul", a, b, c),
               lambda: np.matmul(ha, hb, out=hc, dtype=np.float32),
               "numpy.matmul same arrays", GOAL_LAUNCH_US, GOAL_LAUNCH_RATIO, GOAL_TASKS_PER_S),
     ]  # fmt: skip

@@ -6,10 +6,9 @@ u64 address, ndim x u64 dims; int: i64; float: f64).
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import NamedTuple
-
-import numpy as np
 
 from cannrt.abi.sqe import DescriptorError
 from cannrt.dtypes import numpy_dtype
@@ -37,7 +36,7 @@ ParamValue = TensorArg | int | float
 
 def tensor_nbytes(spec: TensorArg) -> int:
     """Bytes a tensor argument covers."""
-    return int(np.prod(spec.shape, dtype=np.int64)) * numpy_dtype(spec.dtype).itemsize
+    return math.prod(spec.shape) * numpy_dtype(spec.dtype).itemsize
 
 
 def pack_params(args: list[ParamValue] | tuple[ParamValue, ...]) -> bytes:

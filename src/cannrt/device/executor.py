@@ -32,7 +32,7 @@ from cannrt.abi import (
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.task import Task
-from cannrt.dtypes import numpy_dtype
+from cannrt.device.views import ArgumentFault, ArgumentViews
 from cannrt.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from cannrt.device.reports import Reports
     from cannrt.device.sync import DeviceSync
     from cannrt.device.timeline import Timeline
-    from cannrt.kernels.registry import Kernel
 
 AICORE_EXCEPTION = int(ErrorCode.RT_AICORE_EXCEPTION)
 VECTOR_CORE_EXCEPTION = int(ErrorCode.RT_VECTOR_CORE_EXCEPTION)
@@ -49,6 +48,8 @@ SYS_DMA = int(ErrorCode.RT_SYS_DMA)
 KERNEL_LOOKUP = int(ErrorCode.RT_KERNEL_LOOKUP)
 TASK_TYPE_NOT_SUPPORT = int(ErrorCode.RT_TASK_TYPE_NOT_SUPPORT)
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
+_DUMP_INPUTS = int(DumpMode.INPUTS)
+_DUMP_OUTPUTS = int(DumpMode.OUTPUTS)
 _KERNEL_TYPES = (int(SqeType.KERNEL), int(SqeType.AICPU))
 _SDMA = int(SqeType.SDMA)
 _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
@@ -81,6 +82,7 @@ class Executor:
         self.device_id = device_id
         self._fetcher = fetcher
         self._fabric = fabric
+        self._views = ArgumentViews(fabric)
         self._reports = reports
         self._timeline = timeline
         self._sync = sync
@@ -209,30 +211,17 @@ class Executor:
         if kernel is None:
             self._fail(task, KERNEL_LOOKUP, ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
             return
-        args = task.args
-        if not args and not sqe.flags & DUMP:  # nothing to map, gather or capture
-            self._compute_bare(task, kernel, sqe)
-            return
-        space = self._fabric.space(task.sq.asid) if args else None
-        values: list[object] = []
-        scatter: list[tuple[np.ndarray, list[np.ndarray]]] = []  # outputs gathered over mappings
         try:
-            for index, arg in enumerate(args):
-                if isinstance(arg, TensorArg):
-                    assert space is not None
-                    values.append(self._tensor_view(space, arg, index in kernel.outputs, scatter))
-                else:
-                    values.append(arg)
-        except DeviceFault as fault:
-            bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
-            self._fail(task, self._core_error(sqe), ErrorType.AICORE, bits, str(fault), index)
-            assert space is not None
-            self._exception_dump(task, space)
+            values, scatter = self._views.of(task.sq.asid, task.args, kernel.outputs)
+        except ArgumentFault as failed:
+            bits = ("MTE_WRITE_OVERFLOW",) if failed.fault.kind == "write" else ("MTE_READ_OVERFLOW",)
+            self._fail(task, self._core_error(sqe), ErrorType.AICORE, bits, str(failed), failed.index)
+            self._exception_dump(task, self._fabric.space(task.sq.asid))
             return
-        dump_mode = self._reports.dump_mode if sqe.flags & DUMP else DumpMode.NONE
+        dump_mode = self._reports.dump_mode if sqe.flags & DUMP else 0
         if dump_mode:
             task.dump = self._new_dump(task, kernel.name)
-            if dump_mode & DumpMode.INPUTS:
+            if dump_mode & _DUMP_INPUTS:
                 self._capture(task.dump, task.args, values, kernel.outputs, "input")
         try:
             kernel.compute(*values)
@@ -241,15 +230,8 @@ class Executor:
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
             self._kernel_raised(task, sqe, exc)
             return
-        if dump_mode & DumpMode.OUTPUTS and task.dump is not None:
+        if dump_mode & _DUMP_OUTPUTS and task.dump is not None:
             self._capture(task.dump, task.args, values, kernel.outputs, "output")
-
-    def _compute_bare(self, task: Task, kernel: Kernel, sqe: KernelSqe) -> None:
-        """Run a kernel that takes no arguments (and is not dumped)."""
-        try:
-            kernel.compute()
-        except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
-            self._kernel_raised(task, sqe, exc)
 
     def _kernel_raised(self, task: Task, sqe: KernelSqe, exc: Exception) -> None:
         """The kernel's own code raised: an AI Core error with an exception dump."""
@@ -299,24 +281,6 @@ class Executor:
     @staticmethod
     def _core_error(sqe: KernelSqe) -> int:
         return VECTOR_CORE_EXCEPTION if sqe.core_kind == CoreKind.AIVEC else AICORE_EXCEPTION
-
-    def _tensor_view(
-        self, space: AddressSpace, arg: TensorArg, write: bool, scatter: list[tuple[np.ndarray, list[np.ndarray]]]
-    ) -> np.ndarray:
-        """A typed view of device memory; a tensor spanning several mappings is gathered into a
-        copy (and scattered back after the kernel if it is an output)."""
-        dtype = numpy_dtype(arg.dtype)
-        nbytes = tensor_nbytes(arg)
-        kind = "write" if write else "read"
-        if Fabric.asid_of(arg.address) != space.asid:  # AI cores reach only their own context's memory
-            owner = self._fabric.owner(arg.address)
-            raise DeviceFault(kind, arg.address, nbytes, None, space.asid, owner.asid if owner else -1)
-        parts = space.segments(arg.address, nbytes, kind)
-        raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        typed: np.ndarray = raw.view(dtype).reshape(arg.shape)
-        if len(parts) > 1 and write:
-            scatter.append((typed, parts))
-        return typed
 
     def _run_sdma(self, task: Task) -> None:
         sqe = task.sqe

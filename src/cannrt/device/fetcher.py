@@ -11,6 +11,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+import numpy as np
+
 from cannrt.abi import (
     TASK_ID_AT,
     DescriptorError,
@@ -24,7 +26,7 @@ from cannrt.abi import (
 )
 from cannrt.device.code import KernelCode
 from cannrt.device.fabric import Fabric
-from cannrt.device.memory import DeviceFault
+from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.queues import SubmissionQueue
 from cannrt.device.reports import Reports
 from cannrt.device.sync import DeviceHang, DeviceSync
@@ -60,6 +62,8 @@ class Fetcher:
         # SQE bytes less the task id -> (decoded SQE, kernel); parameter block -> arguments
         self._decoded: dict[bytes, tuple[Sqe, Kernel | None]] = {}
         self._params: dict[bytes, tuple[ParamValue, ...]] = {}
+        # (asid, param address, size) -> (space, its generation then, view of the block)
+        self._param_views: dict[tuple[int, int, int], tuple[AddressSpace, int, np.ndarray]] = {}
 
     # -- the SQ table ------------------------------------------------------------------------
     def add(self, sq: SubmissionQueue) -> None:
@@ -148,10 +152,24 @@ class Fetcher:
                 self._prefetch_params(task, sqe)  # type: ignore[arg-type]
         return task
 
+    def _param_view(self, asid: int, address: int, size: int) -> np.ndarray:
+        """A view of a parameter block, reused while the address space's mappings are unchanged."""
+        space = self._fabric.space(asid)
+        key = (asid, address, size)
+        cached = self._param_views.get(key)
+        if cached is not None and cached[0] is space and cached[1] == space.generation:
+            return cached[2]
+        generation = space.generation
+        view = space.view(address, size, "read")
+        if len(self._param_views) >= CACHE_LIMIT:
+            self._param_views.clear()
+        self._param_views[key] = (space, generation, view)
+        return view
+
     def _prefetch_params(self, task: Task, sqe: KernelSqe) -> None:
         """Read the parameter block from device memory (the SQE's prefetch) and decode it."""
         try:
-            block = self._fabric.space(task.sq.asid).view(sqe.param, sqe.param_size, "read").tobytes()
+            block = self._param_view(task.sq.asid, sqe.param, sqe.param_size).tobytes()
             args = self._params.get(block)
             if args is None:
                 args = tuple(unpack_params(block))

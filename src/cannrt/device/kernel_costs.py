@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from cannrt.abi import PipeTimes, TensorArg, Work, tensor_nbytes
+from cannrt.abi import ParamValue, PipeTimes, TensorArg, Work, tensor_nbytes
 from cannrt.config import ChipSpec
 from cannrt.device.l2 import L2Model
 from cannrt.kernels.cost import block_cost
 from cannrt.kernels.registry import Kernel
-
-if TYPE_CHECKING:
-    from cannrt.device.task import Task
 
 CACHE_LIMIT = 4096  # entries per cache before it starts over
 Aux = tuple[PipeTimes | None, float, Work | None]
@@ -34,18 +31,23 @@ class KernelCosts:
         self.chip = chip
         self.l2 = l2
         self._plans: dict[tuple[object, ...], KernelPlan] = {}
-        # (id(plan), L2 hit rate, active cores) -> (ns of each block, summed pipe times)
-        self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], PipeTimes]] = {}
-        # launches that touch no memory (costs independent of the L2): shape -> costs
-        self.memoryless: dict[tuple[object, ...], tuple[tuple[int, ...], Aux]] = {}
+        # id(arguments) -> (arguments, kernel, blockDim, plan): the same decoded argument tuple
+        # comes back for every launch of a shape, so most lookups need no hashing of it
+        self._recent: dict[int, tuple[tuple[ParamValue, ...], Kernel, int, KernelPlan]] = {}
+        # (id(plan), L2 hit rate, active cores) -> (ns of each block, (summed pipe times, hit, work))
+        self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], Aux]] = {}
 
-    def of(self, task: Task, kernel: Kernel, key: tuple[object, ...], cores: int) -> tuple[tuple[int, ...], Aux]:
+    def of(
+        self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int, cores: int
+    ) -> tuple[tuple[int, ...], Aux]:
         """Nanoseconds of each block, and (summed pipe times, L2 hit rate, work), of one launch
-        on `cores` cores of its kind (accesses the L2 model when the launch touches memory).
-        `key` is (kernel name, arguments, blockDim)."""
-        plan = self._plans.get(key) or self._plan(task, kernel, key)
-        touches = bool(plan.reads or plan.writes)
-        hit = self.l2.access(plan.reads, plan.writes) if touches else 0.0
+        on `cores` cores of its kind (accesses the L2 model when the launch touches memory)."""
+        recent = self._recent.get(id(args))
+        if recent is not None and recent[0] is args and recent[1] is kernel and recent[2] == block_dim:
+            plan = recent[3]
+        else:
+            plan = self._plan_of(kernel, args, block_dim)
+        hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
         active = min(len(plan.fractions), cores)
         cost_key = (id(plan), hit, active)
         cached = self._cost_cache.get(cost_key)
@@ -55,25 +57,27 @@ class KernelCosts:
             if len(self._cost_cache) > CACHE_LIMIT:
                 self._cost_cache.clear()
             block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
-            cached = self._cost_cache[cost_key] = (block_ns, sums)
-        aux = (cached[1], hit, plan.work)
-        if not touches:
-            self.memoryless[key] = (cached[0], aux)
-        return cached[0], aux
+            cached = self._cost_cache[cost_key] = (block_ns, (sums, hit, plan.work))
+        return cached
 
-    def _plan(self, task: Task, kernel: Kernel, key: tuple[object, ...]) -> KernelPlan:
-        """Work, block split and touched ranges of a launch shape not seen yet."""
-        work = kernel.work(task.args)
-        reads: list[tuple[int, int]] = []
-        writes: list[tuple[int, int]] = []
-        for index, arg in enumerate(task.args):
-            if isinstance(arg, TensorArg):
-                (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
-        block_dim: int = key[2]  # type: ignore[assignment]
-        plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
-        if len(self._plans) > CACHE_LIMIT:
-            self._plans.clear()
-            self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
-            self.memoryless.clear()
-        self._plans[key] = plan
+    def _plan_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> KernelPlan:
+        """The plan of a launch shape (made on first sight): work, block split, touched ranges."""
+        key = (kernel.name, args, block_dim)
+        plan = self._plans.get(key)
+        if plan is None:
+            work = kernel.work(args)
+            reads: list[tuple[int, int]] = []
+            writes: list[tuple[int, int]] = []
+            for index, arg in enumerate(args):
+                if isinstance(arg, TensorArg):
+                    (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
+            plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
+            if len(self._plans) > CACHE_LIMIT:
+                self._plans.clear()
+                self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
+                self._recent.clear()
+            self._plans[key] = plan
+        if len(self._recent) > CACHE_LIMIT:
+            self._recent.clear()
+        self._recent[id(args)] = (args, kernel, block_dim, plan)
         return plan

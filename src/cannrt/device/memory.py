@@ -189,6 +189,7 @@ class AddressSpace:
     # (starts, mappings) in address order, replaced as a whole on change (copy-on-write), so the
     # device worker always reads a consistent table while the host maps and unmaps
     _table: tuple[list[int], list[Mapping]] = field(default_factory=lambda: ([], []))
+    generation: int = 0  # moves on every change of the table or of a pool's blocks (views cache on it)
 
     @property
     def base(self) -> int:
@@ -210,6 +211,7 @@ class AddressSpace:
             raise ValueError(f"range at 0x{va:x} of {size} bytes overlaps a mapping")
         mapping = Mapping(va, size, chunk, chunk_offset, valid)
         self._table = ([*starts[:index], va, *starts[index:]], [*maps[:index], mapping, *maps[index:]])
+        self.generation += 1
 
     def unmap(self, va: int) -> Mapping:
         """Remove the mapping starting at va; KeyError if none starts there."""
@@ -218,6 +220,7 @@ class AddressSpace:
         if index == len(starts) or starts[index] != va:
             raise KeyError(va)
         self._table = (starts[:index] + starts[index + 1 :], maps[:index] + maps[index + 1 :])
+        self.generation += 1
         return maps[index]
 
     def annotate(self, address: int, size: int) -> None:
@@ -231,8 +234,10 @@ class AddressSpace:
         if index < len(starts) and starts[index] == address:
             if sizes[index] < size:
                 found.blocks = (starts, (*sizes[:index], size, *sizes[index + 1 :]))
+                self.generation += 1
         else:
             found.blocks = ((*starts[:index], address, *starts[index:]), (*sizes[:index], size, *sizes[index:]))
+            self.generation += 1
 
     def mapping_at(self, address: int) -> Mapping | None:
         """The mapping whose valid bytes contain address, if any."""

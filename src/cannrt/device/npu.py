@@ -202,7 +202,7 @@ class Npu:
 
     def configure_dump(self, mode: DumpMode, exception: bool) -> None:
         """Which tensors kernels flagged DUMP capture, and whether faults dump."""
-        self.reports.dump_mode = mode
+        self.reports.dump_mode = int(mode)
         self.reports.exception_dump = exception
 
     def take_dumps(self, now_ns: int) -> list[DumpRecord]:

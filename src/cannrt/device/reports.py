@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from cannrt.abi import CQE_DISCARDED, SQE_WORDS, DumpMode, DumpRecord, ExceptionRecord, KernelSqe
+from cannrt.abi import CQE_DISCARDED, SQE_WORDS, DumpRecord, ExceptionRecord, KernelSqe
 from cannrt.device.queues import CompletionQueue
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ class Reports:
         self.device_id = device_id
         self.cqs: dict[int, CompletionQueue] = {}
         self.exceptions: list[ExceptionRecord] = []
-        self.dump_mode = DumpMode.NONE  # tensors captured for kernels whose SQE carries the DUMP flag
+        self.dump_mode = 0  # DumpMode bits: tensors captured for kernels whose SQE carries the DUMP flag
         self.exception_dump = False  # keep a failing kernel's tensors
         self.dump_records: list[DumpRecord] = []  # completed on the timeline, not yet read
         self.callback_sink: CallbackSink | None = None

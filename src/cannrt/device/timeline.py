@@ -93,7 +93,6 @@ class Timeline:
         self.records: list[TaskRecord] | None = None
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
         self._kernel_costs = KernelCosts(self.chip, self.l2)
-        self._memoryless = self._kernel_costs.memoryless
         self._one_core = {core: (core,) for heap in self.core_heaps.values() for _, core in heap}
         self._dispatch_ns = self.costs.dispatch_ns
         self._bound = 0  # of the advance in progress
@@ -254,12 +253,7 @@ class Timeline:
             task.aux = (None, 0.0, None)
             return start
         block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
-        key = (kernel.name, task.args, block_dim)
-        fixed = self._memoryless.get(key)
-        if fixed is not None:  # touches no memory: its cost does not depend on the L2 state
-            block_ns, task.aux = fixed
-        else:
-            block_ns, task.aux = self._kernel_costs.of(task, kernel, key, len(heap))
+        block_ns, task.aux = self._kernel_costs.of(kernel, task.args, block_dim, len(heap))
         launch_ns = self._block_launch_ns
         tracing = self.records is not None
         if len(block_ns) == 1:

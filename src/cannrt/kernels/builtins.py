@@ -165,9 +165,10 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         np.matmul(a, b, out=out)
     elif a.dtype == np.int8:
         out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)
+    elif out.dtype == np.float32:  # accumulate straight into the fp32 output
+        np.matmul(a.astype(np.float32), b.astype(np.float32), out=out)
     else:
-        acc = np.matmul(a.astype(np.float32), b.astype(np.float32))
-        out[...] = acc.astype(out.dtype)
+        out[...] = np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out.dtype)
 
 
 def _spin(duration_ns: int = 0) -> None:

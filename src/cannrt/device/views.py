@@ -1,0 +1,78 @@
+"""A kernel's arguments as numpy views of device memory, made through the MMU and reused while
+the mappings behind them are unchanged (an address space's generation moves on every map,
+unmap and pool annotation)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cannrt.abi import ParamValue, TensorArg, tensor_nbytes
+from cannrt.device.fabric import Fabric
+from cannrt.device.memory import AddressSpace, DeviceFault
+from cannrt.dtypes import numpy_dtype
+
+CACHE_LIMIT = 4096  # argument lists kept before the cache starts over
+Scatter = list[tuple[np.ndarray, list[np.ndarray]]]  # outputs gathered over several mappings
+
+
+class ArgumentFault(Exception):
+    """Argument `index` is not accessible: `fault` says how."""
+
+    def __init__(self, index: int, fault: DeviceFault) -> None:
+        super().__init__(str(fault))
+        self.index = index
+        self.fault = fault
+
+
+class ArgumentViews:
+    """Maps kernel arguments to the values a kernel computes on (views for tensors)."""
+
+    def __init__(self, fabric: Fabric) -> None:
+        self._fabric = fabric
+        # (asid, arguments, output indices) -> (space, its generation then, values)
+        self._cache: dict[tuple[int, tuple[ParamValue, ...], tuple[int, ...]], tuple[AddressSpace, int, list[object]]]
+        self._cache = {}
+
+    def of(self, asid: int, args: tuple[ParamValue, ...], outputs: tuple[int, ...]) -> tuple[list[object], Scatter]:
+        """The values for args in address space asid, and the outputs to scatter back after the
+        kernel (a tensor spanning several mappings is computed on a gathered copy). Raises
+        ArgumentFault for an argument the MMU refuses."""
+        if not args:
+            return [], []
+        space = self._fabric.space(asid)
+        key = (asid, args, outputs)
+        cached = self._cache.get(key)
+        if cached is not None and cached[0] is space and cached[1] == space.generation:
+            return cached[2], []
+        generation = space.generation
+        values: list[object] = []
+        scatter: Scatter = []
+        for index, arg in enumerate(args):
+            if arg.__class__ is TensorArg:
+                try:
+                    values.append(self._tensor(space, arg, index in outputs, scatter))
+                except DeviceFault as fault:
+                    raise ArgumentFault(index, fault) from None
+            else:
+                values.append(arg)
+        if not scatter:
+            if len(self._cache) >= CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[key] = (space, generation, values)
+        return values, scatter
+
+    def _tensor(self, space: AddressSpace, arg: TensorArg, write: bool, scatter: Scatter) -> np.ndarray:
+        """A typed view of device memory; a tensor spanning several mappings is gathered into a
+        copy (and scattered back after the kernel if it is an output)."""
+        dtype = numpy_dtype(arg.dtype)
+        nbytes = tensor_nbytes(arg)
+        kind = "write" if write else "read"
+        if Fabric.asid_of(arg.address) != space.asid:  # AI cores reach only their own context's memory
+            owner = self._fabric.owner(arg.address)
+            raise DeviceFault(kind, arg.address, nbytes, None, space.asid, owner.asid if owner else -1)
+        parts = space.segments(arg.address, nbytes, kind)
+        raw = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        typed: np.ndarray = raw.view(dtype).reshape(arg.shape)
+        if len(parts) > 1 and write:
+            scatter.append((typed, parts))
+        return typed
