@@ -26,11 +26,15 @@ class Stream:
 
         device = device or Device(0)
         self._rt = device.context.create_stream(priority, flags)
+        self._launch = self._rt.launcher.launch
+        self._senders = self._rt.launcher.senders
 
     @classmethod
     def _wrap(cls, rt_stream: RtStream) -> Stream:
         wrapper = cls.__new__(cls)
         wrapper._rt = rt_stream
+        wrapper._launch = rt_stream.launcher.launch
+        wrapper._senders = rt_stream.launcher.senders
         return wrapper
 
     def __repr__(self) -> str:
@@ -59,10 +63,14 @@ class Stream:
     def launch(self, kernel: str, *args: Any, block_dim: int = 1, name: str | None = None) -> None:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
-        rt = self._rt
         if not args:
-            rt.launcher.launch(kernel, block_dim, (), name)
+            send = self._senders.get((kernel, block_dim, ()))  # the launcher's table of kept shapes
+            if send is None:
+                self._launch(kernel, block_dim, (), name)
+            else:
+                send()
             return
+        rt = self._rt
         specs: list[TensorArg | int | float] = []
         context = rt.context
         for index, arg in enumerate(args):
@@ -76,7 +84,12 @@ class Stream:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        rt.launcher.launch(kernel, block_dim, tuple(specs), name)
+        key = tuple(specs)
+        send = self._senders.get((kernel, block_dim, key))
+        if send is None:
+            self._launch(kernel, block_dim, key, name)
+        else:
+            send()
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""

@@ -130,27 +130,40 @@ class Fetcher:
             self._on_fetched(sq)
 
     def _decode(self, sq: SubmissionQueue, position: int, raw: bytes, arrival: int) -> Task:
-        key = raw[:TASK_ID_AT] + raw[_TASK_ID_END:]
-        known = self._decoded.get(key)
-        if known is None:
-            try:
-                decoded = decode_sqe(raw)
-            except DescriptorError:
+        last = sq.last_decoded  # consecutive SQEs of an SQ differ often only by their task id
+        if last is not None and raw.startswith(last[0]) and raw.endswith(last[1]):
+            sqe, kernel = last[2], last[3]
+        else:
+            known = self._decode_new(raw)
+            if known is None:
                 header = decode_header(raw)
                 task = Task(sq, position, header, raw, arrival, header.task_id)  # type: ignore[arg-type]
                 task.status = _TASK_TYPE_NOT_SUPPORT
                 return task
-            kernel = self._code.at(decoded.pc) if isinstance(decoded, KernelSqe) else None
-            if len(self._decoded) >= CACHE_LIMIT:
-                self._decoded.clear()
-            known = self._decoded[key] = (decoded, kernel)
-        sqe, kernel = known
+            sqe, kernel = known
+            sq.last_decoded = (raw[:TASK_ID_AT], raw[_TASK_ID_END:], sqe, kernel)
         task = Task(sq, position, sqe, raw, arrival, raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
         if kernel is not None:
             task.kernel = kernel
             if sqe.param_size:  # type: ignore[union-attr]
                 self._prefetch_params(task, sqe)  # type: ignore[arg-type]
         return task
+
+    def _decode_new(self, raw: bytes) -> tuple[Sqe, Kernel | None] | None:
+        """The decoded SQE and kernel of raw, decoded once per distinct SQE less its task id
+        (None if the task scheduler cannot decode it)."""
+        key = raw[:TASK_ID_AT] + raw[_TASK_ID_END:]
+        known = self._decoded.get(key)
+        if known is None:
+            try:
+                decoded = decode_sqe(raw)
+            except DescriptorError:
+                return None
+            kernel = self._code.at(decoded.pc) if isinstance(decoded, KernelSqe) else None
+            if len(self._decoded) >= CACHE_LIMIT:
+                self._decoded.clear()
+            known = self._decoded[key] = (decoded, kernel)
+        return known
 
     def _param_view(self, asid: int, address: int, size: int) -> np.ndarray:
         """A view of a parameter block, reused while the address space's mappings are unchanged."""

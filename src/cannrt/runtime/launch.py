@@ -71,6 +71,11 @@ class Shape:
 class Launcher:
     """Sends kernel launches on one stream: kept shapes, their senders, the argument area."""
 
+    __slots__ = (
+        "_area", "_clock", "_context", "_depth", "_generation", "_launch_ns", "_lock", "_retired",
+        "_runtime", "_send", "_shapes", "_slots_made", "_stream", "_stream_id", "senders",
+    )  # fmt: skip
+
     def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: threading.Lock) -> None:
         self._stream = stream  # whose tail (next position) launches take, under its submit lock
         self._context = stream.context
@@ -92,7 +97,7 @@ class Launcher:
         """Launch a kernel (aclrtLaunchKernel): nothing is enqueued on bad input; returns the
         task position. op_name names the launch in dumps (the graph's node name)."""
         send = self.senders.get((name, block_dim, args))
-        if send is not None and self._generation == GENERATION[0]:
+        if send is not None:
             return send()
         return self._launch_checked(name, block_dim, args, op_name)
 
@@ -135,7 +140,7 @@ class Launcher:
             with self._lock:
                 shape = self._keep(key, kernel, pc, block_dim, params, dump is not None)
                 if plain:
-                    self.senders[key] = self._sender(key, shape)
+                    self.senders[key] = self._sender(key, shape, name, block_dim, args)
                 position = self._send_locked(key, shape)
         if dump is not None:
             dump.op_names[(self._context.device_id, self._stream_id, position & 0xFFFF)] = dumped
@@ -155,20 +160,31 @@ class Launcher:
         self._shapes.move_to_end(key)
         return position
 
-    def _sender(self, key: LaunchKey, shape: Shape) -> Callable[[], int]:
-        """_send_locked for one kept shape with everything bound (its parameters are written)."""
-        lock, stream, clock, send, ids = self._lock, self._stream, self._clock, self._send, TASK_ID_BYTES
+    def _sender(
+        self, key: LaunchKey, shape: Shape, name: str, block_dim: int, args: tuple[ParamValue, ...]
+    ) -> Callable[[], int]:
+        """_send_locked for one kept shape with everything bound (its parameters are written);
+        a shape without a slot has no last use to track. Once a kernel was registered or
+        replaced, it hands the launch back to the checks."""
+        acquire, release = self._lock.acquire, self._lock.release  # cheaper than `with` here
+        stream, clock, send, ids = self._stream, self._clock, self._send, TASK_ID_BYTES
         prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
-        used = self._shapes.move_to_end
+        used, generation, checked = self._shapes.move_to_end, self._generation, self._launch_checked
 
         def sender() -> int:
-            with lock:
+            if GENERATION[0] != generation:
+                return checked(name, block_dim, args, None)
+            acquire()
+            try:
                 position = stream.tail
                 now = clock.now_ns = clock.now_ns + launch_ns
-                send(prefix + ids[position & 0xFFFF] + suffix, now, param_va)
-                shape.last_use = position
+                send(prefix + ids[position & 0xFFFF] + suffix, now)
                 stream.tail = position + 1
-                used(key)
+                if param_va:
+                    shape.last_use = position
+                    used(key)
+            finally:
+                release()
             return position
 
         return sender
