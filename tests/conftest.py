@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import cannrt
+from cannrt.abi import CopyKind
 from cannrt.config import Settings
 from cannrt.device.timeline import TaskRecord
 from cannrt.dtypes import acl_code
@@ -91,7 +92,7 @@ class Npu:
         data = np.ascontiguousarray(array)
         va = memory_ops.malloc(context, max(1, data.nbytes))
         if data.nbytes:
-            kind = memory_ops.MemcpyKind.HOST_TO_DEVICE
+            kind = CopyKind.HOST_TO_DEVICE
             memory_ops.memcpy(context, va, data.nbytes, data.ctypes.data, data.nbytes, kind)
         return va
 
@@ -105,7 +106,7 @@ class Npu:
         """A synchronous D2H copy into a new numpy array."""
         context = self.ctx(device)
         host = np.empty(shape, dtype=dtype)
-        memory_ops.memcpy(context, host.ctypes.data, host.nbytes, va, host.nbytes, memory_ops.MemcpyKind.DEVICE_TO_HOST)
+        memory_ops.memcpy(context, host.ctypes.data, host.nbytes, va, host.nbytes, CopyKind.DEVICE_TO_HOST)
         return host
 
     @staticmethod

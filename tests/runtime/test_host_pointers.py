@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import cannrt
+from cannrt.abi import CopyKind
 from cannrt.runtime import host_check
 from cannrt.runtime import memory_ops as mo
 
@@ -27,9 +28,9 @@ def test_copies_from_or_to_unmapped_host_memory_are_refused(ctx, address: int) -
     device = mo.malloc(ctx, 4096)
     stream = ctx.create_stream()
     calls = [
-        lambda: mo.memcpy(ctx, device, 4096, address, 4096, mo.MemcpyKind.HOST_TO_DEVICE),
-        lambda: mo.memcpy(ctx, address, 4096, device, 4096, mo.MemcpyKind.DEVICE_TO_HOST),
-        lambda: mo.memcpy_async(ctx, address, 4096, device, 4096, mo.MemcpyKind.DEVICE_TO_HOST, stream),
+        lambda: mo.memcpy(ctx, device, 4096, address, 4096, CopyKind.HOST_TO_DEVICE),
+        lambda: mo.memcpy(ctx, address, 4096, device, 4096, CopyKind.DEVICE_TO_HOST),
+        lambda: mo.memcpy_async(ctx, address, 4096, device, 4096, CopyKind.DEVICE_TO_HOST, stream),
         lambda: mo.memset(ctx, address, 4096, 0, 4096),
     ]
     for call in calls:
@@ -37,9 +38,9 @@ def test_copies_from_or_to_unmapped_host_memory_are_refused(ctx, address: int) -
             call()
         assert info.value.code == cannrt.ErrorCode.RT_PARAM_INVALID
     host = np.arange(1024, dtype=np.float32)
-    mo.memcpy(ctx, device, 4096, host.ctypes.data, 4096, mo.MemcpyKind.HOST_TO_DEVICE)  # still usable
+    mo.memcpy(ctx, device, 4096, host.ctypes.data, 4096, CopyKind.HOST_TO_DEVICE)  # still usable
     back = np.empty_like(host)
-    mo.memcpy(ctx, back.ctypes.data, 4096, device, 4096, mo.MemcpyKind.DEVICE_TO_HOST)
+    mo.memcpy(ctx, back.ctypes.data, 4096, device, 4096, CopyKind.DEVICE_TO_HOST)
     assert np.array_equal(back, host)
 
 
@@ -48,7 +49,7 @@ def test_read_only_host_memory_is_no_copy_destination(ctx) -> None:  # type: ign
     assert code is not None and host_check.readable(code, 64) and not host_check.writable(code, 64)
     device = mo.malloc(ctx, 64)
     with pytest.raises(cannrt.CannError) as info:
-        mo.memcpy(ctx, code, 64, device, 64, mo.MemcpyKind.DEVICE_TO_HOST)
+        mo.memcpy(ctx, code, 64, device, 64, CopyKind.DEVICE_TO_HOST)
     assert "is not writable memory" in str(info.value)
 
 

@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from cannrt import CannError, ErrorCode
-from cannrt.abi import SqeType
+from cannrt.abi import CopyKind, SqeType
 from cannrt.config import HostCosts
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime
-from cannrt.runtime.memory_ops import MemcpyKind
 
 if TYPE_CHECKING:
     from conftest import Npu, ReportThread
@@ -178,7 +177,7 @@ def test_launch_host_func_runs_on_a_runtime_thread_before_later_tasks_of_the_str
         threads.append(threading.get_ident())
 
     npu.rt.callbacks.launch_host_func(stream, fill, 42)
-    memory_ops.memcpy_async(ctx, buf, 64, host, 64, MemcpyKind.HOST_TO_DEVICE, stream)  # reads what fill wrote
+    memory_ops.memcpy_async(ctx, buf, 64, host, 64, CopyKind.HOST_TO_DEVICE, stream)  # reads what fill wrote
     stream.synchronize(timeout_ms=100)
     assert npu.read(buf, 64) == bytes([42]) * 64
     assert len(threads) == 1 and threads[0] != threading.get_ident()

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from cannrt import CannError, ErrorCode
+from cannrt.abi import CopyKind
 from cannrt.runtime import memory_ops
-from cannrt.runtime.memory_ops import MemcpyKind
 
 if TYPE_CHECKING:
     from conftest import Npu
@@ -128,7 +128,7 @@ def test_copies_with_another_contexts_memory_are_refused(npu: Npu) -> None:
     other = npu.rt.create_context(0)
     mine = memory_ops.malloc(other, 16)
     with pytest.raises(CannError) as info:
-        memory_ops.memcpy(other, mine, 16, theirs, 16, MemcpyKind.DEVICE_TO_DEVICE)
+        memory_ops.memcpy(other, mine, 16, theirs, 16, CopyKind.DEVICE_TO_DEVICE)
     assert info.value.code == ErrorCode.RT_PARAM_INVALID
     assert "belongs to another context" in str(info.value)
 
@@ -139,7 +139,7 @@ def test_async_copies_and_memsets_on_a_stream_of_another_device_are_107003(npu: 
     src = npu.upload(np.arange(16, dtype=np.uint8), device=0)
     dst = memory_ops.malloc(ctx0, 16)
     calls = [
-        lambda: memory_ops.memcpy_async(ctx0, dst, 16, src, 16, MemcpyKind.DEVICE_TO_DEVICE, foreign),
+        lambda: memory_ops.memcpy_async(ctx0, dst, 16, src, 16, CopyKind.DEVICE_TO_DEVICE, foreign),
         lambda: memory_ops.memset(ctx0, dst, 16, 1, 16, foreign),
     ]
     for call in calls:

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 import cannrt
+from cannrt.abi import CopyKind
 from cannrt.config import Settings
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime, tensor_arg
-from cannrt.runtime.memory_ops import MemcpyKind
 
 F16 = 1  # ACL dtype codes
 F32 = 0
@@ -34,7 +34,7 @@ def _pipeline(rt: Runtime, pause: Callable[[], None]) -> dict[str, Any]:
     n = 128
     weights = (0.1 * rng.standard_normal((n, n))).astype(np.float16)
     w = memory_ops.malloc(ctx, weights.nbytes)
-    memory_ops.memcpy(ctx, w, weights.nbytes, weights.ctypes.data, weights.nbytes, MemcpyKind.HOST_TO_DEVICE)
+    memory_ops.memcpy(ctx, w, weights.nbytes, weights.ctypes.data, weights.nbytes, CopyKind.HOST_TO_DEVICE)
     events: list[Any] = []
     hosts: list[np.ndarray] = []
     for batch in range(3):
@@ -43,7 +43,9 @@ def _pipeline(rt: Runtime, pause: Callable[[], None]) -> dict[str, Any]:
         out_host = np.empty((n, n), dtype=np.float32)
         hosts += [x_host, out_host]
         x, y, z = (memory_ops.malloc(ctx, n * n * 4) for _ in range(3))
-        memory_ops.memcpy_async(ctx, x, x_host.nbytes, x_host.ctypes.data, x_host.nbytes, 1, copy_in)
+        memory_ops.memcpy_async(
+            ctx, x, x_host.nbytes, x_host.ctypes.data, x_host.nbytes, CopyKind.HOST_TO_DEVICE, copy_in
+        )
         loaded = ctx.create_event()
         loaded.record(copy_in)
         stream = compute[batch % 2]
@@ -56,12 +58,14 @@ def _pipeline(rt: Runtime, pause: Callable[[], None]) -> dict[str, Any]:
         computed = ctx.create_event()
         computed.record(stream)
         computed.wait_on(copy_out)
-        memory_ops.memcpy_async(ctx, out_host.ctypes.data, out_host.nbytes, z, out_host.nbytes, 2, copy_out)
+        memory_ops.memcpy_async(
+            ctx, out_host.ctypes.data, out_host.nbytes, z, out_host.nbytes, CopyKind.DEVICE_TO_HOST, copy_out
+        )
         done = ctx.create_event()
         done.record(copy_out)
         events += [loaded, computed, done]
     peer = memory_ops.malloc(rt.devices[1].default_context, n * n * 4)
-    memory_ops.memcpy_async(ctx, peer, n * n * 4, w, weights.nbytes, MemcpyKind.DEVICE_TO_DEVICE, copy_out)
+    memory_ops.memcpy_async(ctx, peer, n * n * 4, w, weights.nbytes, CopyKind.DEVICE_TO_DEVICE, copy_out)
     rt.callbacks.launch_host_func(copy_out, lambda _: pause(), None)
     pause()
     rt.synchronize_device(0, timeout_ms=1000)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
+from cannrt.abi import CopyKind
 from cannrt.dtypes import ACL_TO_NUMPY, BFLOAT16, acl_code, numpy_dtype
 from cannrt.runtime import memory_ops
-from cannrt.runtime.memory_ops import MemcpyKind
 
 if TYPE_CHECKING:
     from conftest import Npu
@@ -58,9 +58,9 @@ def test_a_synchronous_round_trip_keeps_every_bit(npu: Npu, code: int) -> None:
     ctx = npu.ctx()
     data = _sample(code)
     va = memory_ops.malloc(ctx, data.nbytes)
-    memory_ops.memcpy(ctx, va, data.nbytes, data.ctypes.data, data.nbytes, MemcpyKind.HOST_TO_DEVICE)
+    memory_ops.memcpy(ctx, va, data.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE)
     back = np.empty_like(data)
-    memory_ops.memcpy(ctx, back.ctypes.data, back.nbytes, va, data.nbytes, MemcpyKind.DEVICE_TO_HOST)
+    memory_ops.memcpy(ctx, back.ctypes.data, back.nbytes, va, data.nbytes, CopyKind.DEVICE_TO_HOST)
     assert back.dtype == data.dtype and back.tobytes() == data.tobytes()
 
 
@@ -71,8 +71,8 @@ def test_an_asynchronous_round_trip_keeps_every_bit(npu: Npu, code: int) -> None
     data = _sample(code)
     va = memory_ops.malloc(ctx, data.nbytes)
     back = np.empty_like(data)
-    memory_ops.memcpy_async(ctx, va, data.nbytes, data.ctypes.data, data.nbytes, MemcpyKind.HOST_TO_DEVICE, stream)
-    memory_ops.memcpy_async(ctx, back.ctypes.data, back.nbytes, va, data.nbytes, MemcpyKind.DEVICE_TO_HOST, stream)
+    memory_ops.memcpy_async(ctx, va, data.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE, stream)
+    memory_ops.memcpy_async(ctx, back.ctypes.data, back.nbytes, va, data.nbytes, CopyKind.DEVICE_TO_HOST, stream)
     stream.synchronize(timeout_ms=100)
     assert back.tobytes() == data.tobytes()
 

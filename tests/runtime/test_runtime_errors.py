@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from cannrt import CannError, ErrorCode
+from cannrt.abi import CopyKind
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import ExceptionInfo
-from cannrt.runtime.memory_ops import MemcpyKind
 
 if TYPE_CHECKING:
     from cannrt.runtime.context import Context
@@ -82,9 +82,9 @@ def _later_calls(faulty: Faulty) -> dict[str, Callable[[], Any]]:
         "synchronize stream": lambda: default.synchronize(timeout_ms=10),
         "query stream": default.query,
         "synchronize device": lambda: npu.rt.synchronize_device(0, timeout_ms=10),
-        "memcpy": lambda: memory_ops.memcpy(ctx, host.ctypes.data, 16, faulty.out, 16, MemcpyKind.DEVICE_TO_HOST),
+        "memcpy": lambda: memory_ops.memcpy(ctx, host.ctypes.data, 16, faulty.out, 16, CopyKind.DEVICE_TO_HOST),
         "memcpy_async": lambda: memory_ops.memcpy_async(
-            ctx, faulty.out, 16, host.ctypes.data, 16, MemcpyKind.HOST_TO_DEVICE, default
+            ctx, faulty.out, 16, host.ctypes.data, 16, CopyKind.HOST_TO_DEVICE, default
         ),
         "memset": lambda: memory_ops.memset(ctx, faulty.out, 16, 0, 16),
         "record event": lambda: ctx.create_event().record(default),

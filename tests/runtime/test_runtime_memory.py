@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from cannrt import CannError, ErrorCode, OutOfMemoryError
+from cannrt.abi import CopyKind
 from cannrt.config import GIB, ChipSpec
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime
-from cannrt.runtime.memory_ops import MallocPolicy, MemAttr, MemcpyKind
+from cannrt.runtime.memory_ops import MallocPolicy, MemAttr
 
 if TYPE_CHECKING:
     from cannrt.runtime.context import Context
@@ -35,7 +36,7 @@ def _allocated_bytes(npu: Npu, va: int) -> int:
 def _copy_fits(ctx: Context, va: int, count: int) -> bool:
     """Whether a D2D copy of count bytes starting at va is accepted (the allocation's real size)."""
     try:
-        memory_ops.memcpy(ctx, va, count, va, count, MemcpyKind.DEVICE_TO_DEVICE)
+        memory_ops.memcpy(ctx, va, count, va, count, CopyKind.DEVICE_TO_DEVICE)
     except CannError as exc:
         assert exc.code == ErrorCode.RT_PARAM_INVALID
         return False
@@ -168,42 +169,42 @@ class Buffers:
         self.dev_src = npu.upload(self.pattern)
         self.dev_dst = npu.malloc(nbytes)
 
-    def pointers(self, kind: MemcpyKind) -> tuple[int, int]:
+    def pointers(self, kind: CopyKind) -> tuple[int, int]:
         """(dst, src) for a copy kind."""
         host_src, host_dst = self.host_src.ctypes.data, self.host_dst.ctypes.data
         return {
-            MemcpyKind.HOST_TO_HOST: (host_dst, host_src),
-            MemcpyKind.HOST_TO_DEVICE: (self.dev_dst, host_src),
-            MemcpyKind.DEVICE_TO_HOST: (host_dst, self.dev_src),
-            MemcpyKind.DEVICE_TO_DEVICE: (self.dev_dst, self.dev_src),
+            CopyKind.HOST_TO_HOST: (host_dst, host_src),
+            CopyKind.HOST_TO_DEVICE: (self.dev_dst, host_src),
+            CopyKind.DEVICE_TO_HOST: (host_dst, self.dev_src),
+            CopyKind.DEVICE_TO_DEVICE: (self.dev_dst, self.dev_src),
         }[kind]
 
-    def landed(self, npu: Npu, kind: MemcpyKind) -> bytes:
-        if kind in (MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEVICE_TO_DEVICE):
+    def landed(self, npu: Npu, kind: CopyKind) -> bytes:
+        if kind in (CopyKind.HOST_TO_DEVICE, CopyKind.DEVICE_TO_DEVICE):
             return npu.read(self.dev_dst, self.nbytes)
         return self.host_dst.tobytes()
 
 
-KINDS = [MemcpyKind.HOST_TO_HOST, MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.DEVICE_TO_DEVICE]
+KINDS = [CopyKind.HOST_TO_HOST, CopyKind.HOST_TO_DEVICE, CopyKind.DEVICE_TO_HOST, CopyKind.DEVICE_TO_DEVICE]
 
 
 @pytest.mark.parametrize("declared_default", [False, True], ids=["explicit", "DEFAULT"])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
-def test_memcpy_of_every_kind(npu: Npu, kind: MemcpyKind, declared_default: bool) -> None:
+def test_memcpy_of_every_kind(npu: Npu, kind: CopyKind, declared_default: bool) -> None:
     bufs = Buffers(npu)
     dst, src = bufs.pointers(kind)
-    memory_ops.memcpy(npu.ctx(), dst, bufs.nbytes, src, bufs.nbytes, MemcpyKind.DEFAULT if declared_default else kind)
+    memory_ops.memcpy(npu.ctx(), dst, bufs.nbytes, src, bufs.nbytes, CopyKind.DEFAULT if declared_default else kind)
     assert bufs.landed(npu, kind) == bufs.pattern.tobytes()
 
 
 @pytest.mark.parametrize("declared_default", [False, True], ids=["explicit", "DEFAULT"])
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
-def test_memcpy_async_of_every_kind(npu: Npu, kind: MemcpyKind, declared_default: bool) -> None:
+def test_memcpy_async_of_every_kind(npu: Npu, kind: CopyKind, declared_default: bool) -> None:
     ctx = npu.ctx()
     stream = ctx.create_stream()
     bufs = Buffers(npu)
     dst, src = bufs.pointers(kind)
-    declared = MemcpyKind.DEFAULT if declared_default else kind
+    declared = CopyKind.DEFAULT if declared_default else kind
     memory_ops.memcpy_async(ctx, dst, bufs.nbytes, src, bufs.nbytes, declared, stream)
     assert stream.tail == 1
     stream.synchronize(timeout_ms=100)
@@ -213,7 +214,7 @@ def test_memcpy_async_of_every_kind(npu: Npu, kind: MemcpyKind, declared_default
 def test_a_partial_copy_into_a_larger_destination(npu: Npu) -> None:
     ctx = npu.ctx()
     bufs = Buffers(npu)
-    memory_ops.memcpy(ctx, bufs.dev_dst + 100, bufs.nbytes - 100, bufs.dev_src, 1000, MemcpyKind.DEVICE_TO_DEVICE)
+    memory_ops.memcpy(ctx, bufs.dev_dst + 100, bufs.nbytes - 100, bufs.dev_src, 1000, CopyKind.DEVICE_TO_DEVICE)
     landed = npu.read(bufs.dev_dst, bufs.nbytes)
     assert landed[100:1100] == bufs.pattern[:1000].tobytes()
     assert landed[:100] == bytes(100) and landed[1100:] == bytes(bufs.nbytes - 1100)
@@ -237,7 +238,7 @@ def test_bad_copies_raise_107000_and_enqueue_nothing(npu: Npu, mode: str) -> Non
     bufs = Buffers(npu)
     host, dev = bufs.host_src.ctypes.data, bufs.dev_src
     n = bufs.nbytes
-    h2d, d2h, d2d = MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.DEVICE_TO_DEVICE
+    h2d, d2h, d2d = CopyKind.HOST_TO_DEVICE, CopyKind.DEVICE_TO_HOST, CopyKind.DEVICE_TO_DEVICE
     cases = {
         "count over dst_max": (bufs.dev_dst, 100, host, 101, h2d),
         "null dst": (0, n, host, n, h2d),
@@ -246,7 +247,7 @@ def test_bad_copies_raise_107000_and_enqueue_nothing(npu: Npu, mode: str) -> Non
         "H2D into host memory": (bufs.host_dst.ctypes.data, n, host, n, h2d),
         "D2H from host memory": (bufs.host_dst.ctypes.data, n, host, n, d2h),
         "D2D from host memory": (bufs.dev_dst, n, host, n, d2d),
-        "H2H with device pointers": (bufs.dev_dst, n, dev, n, MemcpyKind.HOST_TO_HOST),
+        "H2H with device pointers": (bufs.dev_dst, n, dev, n, CopyKind.HOST_TO_HOST),
         "unknown kind": (bufs.dev_dst, n, dev, n, 7),
         "past the end of the source allocation": (bufs.dev_dst, 2 * n, dev, n + 64, d2d),
         "negative count": (bufs.dev_dst, n, dev, -1, d2d),
@@ -262,14 +263,14 @@ def test_bad_copies_raise_107000_and_enqueue_nothing(npu: Npu, mode: str) -> Non
 def test_count_over_dst_max_names_both_numbers(npu: Npu) -> None:
     bufs = Buffers(npu)
     with pytest.raises(CannError) as info:
-        memory_ops.memcpy(npu.ctx(), bufs.dev_dst, 100, bufs.host_src.ctypes.data, 101, MemcpyKind.HOST_TO_DEVICE)
+        memory_ops.memcpy(npu.ctx(), bufs.dev_dst, 100, bufs.host_src.ctypes.data, 101, CopyKind.HOST_TO_DEVICE)
     assert (info.value.count, info.value.dst_max) == (101, 100)
     assert "count 101 exceeds dst_max 100" in str(info.value)
 
 
 def test_a_copy_of_zero_bytes_is_accepted(npu: Npu) -> None:
     bufs = Buffers(npu)
-    memory_ops.memcpy(npu.ctx(), bufs.dev_dst, 0, bufs.host_src.ctypes.data, 0, MemcpyKind.HOST_TO_DEVICE)
+    memory_ops.memcpy(npu.ctx(), bufs.dev_dst, 0, bufs.host_src.ctypes.data, 0, CopyKind.HOST_TO_DEVICE)
     assert npu.read(bufs.dev_dst, 16) == bytes(16)
 
 

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
-from cannrt.abi import SqeType
+from cannrt.abi import CopyKind, SqeType
 from cannrt.config import ChipSpec, DeviceCosts
 from cannrt.runtime import memory_ops
-from cannrt.runtime.memory_ops import MemcpyKind
 
 if TYPE_CHECKING:
     from conftest import Npu
@@ -18,9 +17,9 @@ if TYPE_CHECKING:
 PATTERN = (np.arange(1 << 16) * 13 % 256).astype(np.uint8)
 
 
-@pytest.mark.parametrize("kind", [MemcpyKind.DEVICE_TO_DEVICE, MemcpyKind.DEFAULT], ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", [CopyKind.DEVICE_TO_DEVICE, CopyKind.DEFAULT], ids=lambda k: k.name)
 @pytest.mark.parametrize(("src_dev", "dst_dev", "caller"), [(0, 1, 0), (0, 1, 1), (1, 0, 0), (1, 0, 1)])
-def test_a_synchronous_peer_copy(npu: Npu, src_dev: int, dst_dev: int, caller: int, kind: MemcpyKind) -> None:
+def test_a_synchronous_peer_copy(npu: Npu, src_dev: int, dst_dev: int, caller: int, kind: CopyKind) -> None:
     src = npu.upload(PATTERN, device=src_dev)
     dst = npu.malloc(PATTERN.nbytes, device=dst_dev)
     memory_ops.memcpy(npu.ctx(caller), dst, PATTERN.nbytes, src, PATTERN.nbytes, kind)
@@ -34,7 +33,7 @@ def test_an_asynchronous_peer_copy_on_either_devices_stream(npu: Npu, src_dev: i
     dst = npu.malloc(PATTERN.nbytes, device=dst_dev)
     ctx = npu.ctx(caller)
     stream = ctx.create_stream()
-    memory_ops.memcpy_async(ctx, dst, PATTERN.nbytes, src, PATTERN.nbytes, MemcpyKind.DEVICE_TO_DEVICE, stream)
+    memory_ops.memcpy_async(ctx, dst, PATTERN.nbytes, src, PATTERN.nbytes, CopyKind.DEVICE_TO_DEVICE, stream)
     stream.synchronize(timeout_ms=100)
     assert npu.read(dst, PATTERN.nbytes, device=dst_dev) == PATTERN.tobytes()
 
@@ -47,8 +46,8 @@ def test_a_peer_copy_takes_the_peer_link_bandwidth(npu: Npu) -> None:
     ctx = npu.ctx(0)
     stream = ctx.create_stream()
     npu.trace(0)
-    memory_ops.memcpy_async(ctx, dst, size, src, size, MemcpyKind.DEVICE_TO_DEVICE, stream)
-    memory_ops.memcpy_async(ctx, local, size, src, size, MemcpyKind.DEVICE_TO_DEVICE, stream)
+    memory_ops.memcpy_async(ctx, dst, size, src, size, CopyKind.DEVICE_TO_DEVICE, stream)
+    memory_ops.memcpy_async(ctx, local, size, src, size, CopyKind.DEVICE_TO_DEVICE, stream)
     stream.synchronize()
     peer, same = [r for r in npu.records(0) if r.sqe_type == SqeType.SDMA]
     chip, costs = ChipSpec(), DeviceCosts()
@@ -64,8 +63,8 @@ def test_a_chain_across_devices_round_trips(npu: Npu) -> None:
     last = npu.malloc(PATTERN.nbytes, device=0)
     ctx0, ctx1 = npu.ctx(0), npu.ctx(1)
     out, back = ctx0.create_stream(), ctx1.create_stream()
-    memory_ops.memcpy_async(ctx0, middle, PATTERN.nbytes, first, PATTERN.nbytes, MemcpyKind.DEVICE_TO_DEVICE, out)
+    memory_ops.memcpy_async(ctx0, middle, PATTERN.nbytes, first, PATTERN.nbytes, CopyKind.DEVICE_TO_DEVICE, out)
     out.synchronize(timeout_ms=100)
-    memory_ops.memcpy_async(ctx1, last, PATTERN.nbytes, middle, PATTERN.nbytes, MemcpyKind.DEVICE_TO_DEVICE, back)
+    memory_ops.memcpy_async(ctx1, last, PATTERN.nbytes, middle, PATTERN.nbytes, CopyKind.DEVICE_TO_DEVICE, back)
     back.synchronize(timeout_ms=100)
     assert npu.read(last, PATTERN.nbytes, device=0) == PATTERN.tobytes()

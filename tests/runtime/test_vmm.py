@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import cannrt
+from cannrt.abi import CopyKind
 from cannrt.runtime import memory_ops as mo
 
 MIB = 1 << 20
@@ -32,9 +33,9 @@ def _two_handle_range(device: cannrt.Device) -> tuple[int, int, int]:
 def test_a_range_mapped_from_two_handles_behaves_as_one_buffer(device: cannrt.Device) -> None:
     va, _, _ = _two_handle_range(device)
     data = np.arange(2 * MIB, dtype=np.float32)
-    mo.memcpy(device.context, va, 8 * MIB, data.ctypes.data, data.nbytes, mo.MemcpyKind.HOST_TO_DEVICE)
+    mo.memcpy(device.context, va, 8 * MIB, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE)
     back = np.empty_like(data)
-    mo.memcpy(device.context, back.ctypes.data, back.nbytes, va, data.nbytes, mo.MemcpyKind.DEVICE_TO_HOST)
+    mo.memcpy(device.context, back.ctypes.data, back.nbytes, va, data.nbytes, CopyKind.DEVICE_TO_HOST)
     assert np.array_equal(back, data)
 
 
@@ -61,7 +62,7 @@ def test_an_unmapped_part_of_a_reservation_is_refused(device: cannrt.Device) -> 
     mo.unmap_memory(device.context, va + 4 * MIB)
     host = np.empty(8 * MIB, np.uint8)
     with pytest.raises(cannrt.CannError) as info:
-        mo.memcpy(device.context, host.ctypes.data, host.nbytes, va, 8 * MIB, mo.MemcpyKind.DEVICE_TO_HOST)
+        mo.memcpy(device.context, host.ctypes.data, host.nbytes, va, 8 * MIB, CopyKind.DEVICE_TO_HOST)
     assert info.value.code == cannrt.ErrorCode.RT_PARAM_INVALID
     assert "runs 4194304 bytes past" in str(info.value)
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cannrt.abi import TensorArg
+from cannrt.abi import CopyKind, TensorArg
 from cannrt.api import pools
 from cannrt.api.current import active_stream
 from cannrt.dtypes import acl_code
@@ -73,18 +73,21 @@ class DeviceArray:
             )
         ctx = self.device.context
         if stream is None:
-            memory_ops.memcpy(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, 1)
+            memory_ops.memcpy(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE)
             return
         _keepalive(stream, data)
-        memory_ops.memcpy_async(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, 1, stream._rt)
+        memory_ops.memcpy_async(
+            ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE, stream._rt
+        )
 
     def copy_to(self, host: np.ndarray, stream: Stream) -> None:
         """Queue a copy into a preallocated, contiguous host array (read it after synchronising)."""
         self._check_live()
         if not host.flags.c_contiguous or host.nbytes != self.nbytes:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"host array must be contiguous with {self.nbytes} bytes")
+        ctx = self.device.context
         memory_ops.memcpy_async(
-            self.device.context, host.ctypes.data, host.nbytes, self.address, self.nbytes, 2, stream._rt
+            ctx, host.ctypes.data, host.nbytes, self.address, self.nbytes, CopyKind.DEVICE_TO_HOST, stream._rt
         )
 
     def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
@@ -94,7 +97,9 @@ class DeviceArray:
         stream = stream or active_stream(self.device)
         host = np.empty(self.shape, dtype=self.dtype)
         if stream is None:
-            memory_ops.memcpy(self.device.context, host.ctypes.data, host.nbytes, self.address, self.nbytes, 2)
+            memory_ops.memcpy(
+                self.device.context, host.ctypes.data, host.nbytes, self.address, self.nbytes, CopyKind.DEVICE_TO_HOST
+            )
         else:
             self.copy_to(host, stream)
             stream.synchronize()

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cannrt.abi import KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
+from cannrt.abi import RECORD_MEMSET, KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
 
 if TYPE_CHECKING:
     from cannrt.abi import Work
     from cannrt.device.task import Task
-
-MEMSET_KIND = -2  # TaskRecord.copy_kind of an SDMA memset
 
 
 def task_name(sqe_type: int) -> str:
@@ -35,7 +33,7 @@ def task_record(device_id: int, task: Task) -> TaskRecord:
         read, written = work.bytes_read, work.bytes_written
     elif isinstance(sqe, SdmaSqe):
         read = written = sqe.length
-        copy_kind = MEMSET_KIND if sqe.op == SdmaOp.MEMSET else sqe.kind
+        copy_kind = RECORD_MEMSET if sqe.op == SdmaOp.MEMSET else sqe.kind
         blocks = tuple((engine, task.start_ns, task.end_ns) for engine in task.cores)
     return TaskRecord(
         device_id,

@@ -12,7 +12,7 @@ import os
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from cannrt.abi import SdmaOp
+from cannrt.abi import CopyKind, SdmaOp
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 from cannrt.runtime import host_check
 from cannrt.runtime.tracing import api_call
@@ -39,14 +39,8 @@ class MallocPolicy(IntEnum):
     HUGE1G_ONLY_P2P = 7
 
 
-class MemcpyKind(IntEnum):
-    """aclrtMemcpyKind."""
-
-    HOST_TO_HOST = 0
-    HOST_TO_DEVICE = 1
-    DEVICE_TO_HOST = 2
-    DEVICE_TO_DEVICE = 3
-    DEFAULT = 4
+# The old name of cannrt.abi.CopyKind (the same class, not a copy): tests/device still import it.
+MemcpyKind = CopyKind
 
 
 class MemAttr(IntEnum):
@@ -143,22 +137,22 @@ def _locate(ctx: Context, address: int) -> Extent:
     return ctx.runtime.driver.mem_extent(address)
 
 
-def resolve_kind(kind: int, src: Extent, dst: Extent) -> MemcpyKind:
+def resolve_kind(kind: int, src: Extent, dst: Extent) -> CopyKind:
     """Check a copy's pointers against its kind (DEFAULT infers it); RT_PARAM_INVALID otherwise."""
     try:
-        kind = MemcpyKind(kind)
+        kind = CopyKind(kind)
     except ValueError:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memcpy kind {kind}") from None
     src_dev, dst_dev = src is not None, dst is not None
     if src_dev and dst_dev:
-        inferred = MemcpyKind.DEVICE_TO_DEVICE
+        inferred = CopyKind.DEVICE_TO_DEVICE
     elif src_dev:
-        inferred = MemcpyKind.DEVICE_TO_HOST
+        inferred = CopyKind.DEVICE_TO_HOST
     elif dst_dev:
-        inferred = MemcpyKind.HOST_TO_DEVICE
+        inferred = CopyKind.HOST_TO_DEVICE
     else:
-        inferred = MemcpyKind.HOST_TO_HOST
-    if kind != MemcpyKind.DEFAULT and kind != inferred:
+        inferred = CopyKind.HOST_TO_HOST
+    if kind != CopyKind.DEFAULT and kind != inferred:
         raise CannError(
             ErrorCode.RT_PARAM_INVALID,
             f"memcpy kind {kind.name} does not match the pointers (src is {'device' if src_dev else 'host'}, "
@@ -217,7 +211,7 @@ def _check_range(ctx: Context, address: int, count: int, role: str, extent: Exte
         )
 
 
-def _checked_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> MemcpyKind:
+def _checked_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> CopyKind:
     """Every check of a copy, each pointer located once; returns the resolved kind."""
     check_copy(ctx, dst, dst_max, src, count)
     src_extent, dst_extent = _locate(ctx, src), _locate(ctx, dst)
@@ -265,7 +259,8 @@ def memset(ctx: Context, dst: int, dst_max: int, value: int, count: int, stream:
     _check_range(ctx, dst, count, "dst", extent, write=True)
     device = extent is not None
     if stream is not None:
-        stream.submit_sdma(SdmaOp.MEMSET, 3 if device else 0, 0, dst, count, value)
+        kind = CopyKind.DEVICE_TO_DEVICE if device else CopyKind.HOST_TO_HOST
+        stream.submit_sdma(SdmaOp.MEMSET, kind, 0, dst, count, value)
     elif device:
         ctx.runtime.host_cost(ctx.runtime.driver.memset(ctx.asid, dst, value, count))
     else:

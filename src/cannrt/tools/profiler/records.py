@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Protocol
 
-from cannrt.abi import CoreKind, SqeType, TaskRecord, TensorArg
+from cannrt.abi import CopyKind, CoreKind, SqeType, TaskRecord, TensorArg
 from cannrt.config import HostCosts
 
 # ACL dtype code -> the data type name msprof prints in op_summary (Input/Output Data Types)
@@ -28,7 +28,14 @@ DTYPE_NAMES: dict[int, str] = {
     27: "BF16",
 }
 
-MEMCPY_KIND_NAMES = {0: "H2H", 1: "H2D", 2: "D2H", 3: "D2D", 4: "DEFAULT"}
+# CopyKind -> the copy direction in a MEMCPY_ASYNC slice name
+MEMCPY_KIND_NAMES: dict[int, str] = {
+    CopyKind.HOST_TO_HOST: "H2H",
+    CopyKind.HOST_TO_DEVICE: "H2D",
+    CopyKind.DEVICE_TO_HOST: "D2H",
+    CopyKind.DEVICE_TO_DEVICE: "D2D",
+    CopyKind.DEFAULT: "DEFAULT",
+}
 
 
 class HostSlice(NamedTuple):

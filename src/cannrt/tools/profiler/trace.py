@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from cannrt.abi import CoreKind, SqeType, TaskRecord
+from cannrt.abi import CopyKind, CoreKind, SqeType, TaskRecord
 from cannrt.config import ChipSpec
 from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.records import HostSlice, device_tasks, is_kernel, task_label, task_type, wait_times_ns
@@ -175,7 +175,8 @@ def _hbm_bytes(record: TaskRecord) -> tuple[float, float]:
         return moved.main_mem_read, moved.main_mem_write
     if record.sqe_type != SqeType.SDMA:
         return 0.0, 0.0
-    host_to_device, device_to_host = record.copy_kind == 1, record.copy_kind == 2
+    host_to_device = record.copy_kind == CopyKind.HOST_TO_DEVICE
+    device_to_host = record.copy_kind == CopyKind.DEVICE_TO_HOST
     read = 0.0 if host_to_device else float(record.bytes_read)
     written = 0.0 if device_to_host else float(record.bytes_written)
     return read, written
