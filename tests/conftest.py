@@ -20,9 +20,8 @@ import numpy as np
 import pytest
 
 import cannrt
-from cannrt.abi import CopyKind
+from cannrt.abi import CopyKind, TaskRecord
 from cannrt.config import Settings
-from cannrt.device.timeline import TaskRecord
 from cannrt.dtypes import acl_code
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context

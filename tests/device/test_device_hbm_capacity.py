@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from cannrt import OutOfMemoryError
+from cannrt.abi import CopyKind
 from cannrt.config import GIB, chip_preset
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime
-from cannrt.runtime.memory_ops import MallocPolicy, MemAttr, MemcpyKind
+from cannrt.runtime.memory_ops import MallocPolicy, MemAttr
 
 
 def _rss_bytes() -> int:
@@ -38,13 +39,13 @@ def test_sixty_gib_of_one_gib_huge_page_mallocs_fit_a_64_gib_device_without_host
     for index in (0, 17, 59):
         for offset in (0, GIB - 8):
             data = np.full(8, index + 1, dtype=np.uint8)
-            memory_ops.memcpy(ctx, blocks[index] + offset, 8, data.ctypes.data, 8, MemcpyKind.HOST_TO_DEVICE)
+            memory_ops.memcpy(ctx, blocks[index] + offset, 8, data.ctypes.data, 8, CopyKind.HOST_TO_DEVICE)
     for index in (0, 17, 59):
         out = np.zeros(8, dtype=np.uint8)
-        memory_ops.memcpy(ctx, out.ctypes.data, 8, blocks[index] + GIB - 8, 8, MemcpyKind.DEVICE_TO_HOST)
+        memory_ops.memcpy(ctx, out.ctypes.data, 8, blocks[index] + GIB - 8, 8, CopyKind.DEVICE_TO_HOST)
         assert out.tolist() == [index + 1] * 8
     untouched = np.ones(8, dtype=np.uint8)
-    memory_ops.memcpy(ctx, untouched.ctypes.data, 8, blocks[30] + GIB // 2, 8, MemcpyKind.DEVICE_TO_HOST)
+    memory_ops.memcpy(ctx, untouched.ctypes.data, 8, blocks[30] + GIB // 2, 8, CopyKind.DEVICE_TO_HOST)
     assert untouched.tolist() == [0] * 8  # fresh device memory reads as zero
 
     assert _rss_bytes() - rss_before < 256 << 20  # a few touched pages, not gigabytes

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cannrt.abi import SqeType, TensorArg
+from cannrt.abi import CopyKind, SqeType, TaskRecord, TensorArg
 from cannrt.config import ChipSpec, DeviceCosts, chip_preset
-from cannrt.device.timeline import TaskRecord
 from cannrt.runtime import memory_ops
 from cannrt.runtime.core import Runtime, tensor_arg
 
@@ -132,7 +131,7 @@ def test_copies_take_the_free_sdma_engines_and_queue_when_all_are_busy(npu: Npu)
     streams = [ctx.create_stream() for _ in range(5)]
     npu.trace()
     for stream, (dst, src) in zip(streams, pairs, strict=True):
-        memory_ops.memcpy_async(ctx, dst, size, src, size, memory_ops.MemcpyKind.DEVICE_TO_DEVICE, stream)
+        memory_ops.memcpy_async(ctx, dst, size, src, size, CopyKind.DEVICE_TO_DEVICE, stream)
     npu.rt.synchronize_device(0)
     copies = sorted((r for r in npu.records() if r.sqe_type == SqeType.SDMA), key=lambda r: r.stream_id)
     assert [r.cores for r in copies[:4]] == [(0,), (1,), (2,), (3,)]

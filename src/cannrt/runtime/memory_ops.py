@@ -39,10 +39,6 @@ class MallocPolicy(IntEnum):
     HUGE1G_ONLY_P2P = 7
 
 
-# The old name of cannrt.abi.CopyKind (the same class, not a copy): tests/device still import it.
-MemcpyKind = CopyKind
-
-
 class MemAttr(IntEnum):
     """aclrtMemAttr for get_mem_info."""
 
