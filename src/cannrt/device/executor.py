@@ -162,12 +162,23 @@ class Executor:
         if sq.failed_code and not task.discarded:
             task.discarded = True
             task.status = sq.failed_code
+        kind = task.sqe.sqe_type
         if not task.discarded:
-            self._execute(task)
+            if kind in _KERNEL_TYPES:
+                self._run_kernel(task)
+            else:
+                self._execute(task)
             if task.status and sq.stop_on_error and not sq.failed_code:
                 sq.failed_code = task.status
-        if self.blocked_sqs.get(sq.sq_id) is not task:
+        blocked = self.blocked_sqs
+        if blocked and blocked.get(sq.sq_id) is task:
+            return  # a blocking callback: it finishes when the host has run it
+        if kind == _PLACE_HOLDER or task.discarded:
             self._finished(task)
+            return
+        task.real_done = True  # what _finished does for any other task, inline
+        if task is self._sync.awaited:
+            self._sync.ran(task)
 
     def _finished(self, task: Task) -> None:
         """The task ran for real: tell the scheduler where it waits for that."""
@@ -185,11 +196,10 @@ class Executor:
         sync.ran(task)
 
     def _execute(self, task: Task) -> None:
+        """A task other than a kernel."""
         sqe = task.sqe
         kind = sqe.sqe_type
-        if kind in _KERNEL_TYPES:
-            self._run_kernel(task)
-        elif kind == _SDMA:
+        if kind == _SDMA:
             self._run_sdma(task)
         elif kind == _PLACE_HOLDER:
             assert isinstance(sqe, CallbackSqe)

@@ -86,12 +86,14 @@ class Fetcher:
     # -- doorbells ---------------------------------------------------------------------------
     def wait_for_space(self, sq: SubmissionQueue) -> None:
         """Block until sq has a free entry (the device fetches); DeviceHang after the watchdog."""
-        self._sync.hurry()
-        deadline = time.monotonic() + self._sync.watchdog_s
+        sync = self._sync
+        sync.hurry()
+        deadline = time.monotonic() + sync.watchdog_s
         while sq.tail - sq.fetched >= sq.depth:
-            self.fetch_all()
+            with sync.lock:  # blocks (not spins) while another thread is in the middle of a fetch
+                self.drain()
             if time.monotonic() > deadline:
-                raise DeviceHang(f"SQ {sq.sq_id} stayed full for {self._sync.watchdog_s} s")
+                raise DeviceHang(f"SQ {sq.sq_id} stayed full for {sync.watchdog_s} s")
 
     def has_unfetched(self) -> bool:
         """True if a doorbell was rung since the last fetch."""
@@ -165,24 +167,26 @@ class Fetcher:
             known = self._decoded[key] = (decoded, kernel)
         return known
 
-    def _param_view(self, asid: int, address: int, size: int) -> np.ndarray:
-        """A view of a parameter block, reused while the address space's mappings are unchanged."""
-        space = self._fabric.space(asid)
-        key = (asid, address, size)
-        cached = self._param_views.get(key)
-        if cached is not None and cached[0] is space and cached[1] == space.generation:
-            return cached[2]
+    def _param_view(self, space: AddressSpace, address: int, size: int) -> np.ndarray:
+        """A new view of a parameter block, kept while the address space's mappings are unchanged."""
         generation = space.generation
         view = space.view(address, size, "read")
         if len(self._param_views) >= CACHE_LIMIT:
             self._param_views.clear()
-        self._param_views[key] = (space, generation, view)
+        self._param_views[(space.asid, address, size)] = (space, generation, view)
         return view
 
     def _prefetch_params(self, task: Task, sqe: KernelSqe) -> None:
-        """Read the parameter block from device memory (the SQE's prefetch) and decode it."""
+        """Read the parameter block from device memory (the SQE's prefetch, through a view kept
+        while the mappings are unchanged) and decode it (once per distinct block)."""
         try:
-            block = self._param_view(task.sq.asid, sqe.param, sqe.param_size).tobytes()
+            asid = task.sq.asid
+            space = self._fabric.space(asid)
+            cached = self._param_views.get((asid, sqe.param, sqe.param_size))
+            if cached is not None and cached[0] is space and cached[1] == space.generation:
+                block = cached[2].tobytes()
+            else:
+                block = self._param_view(space, sqe.param, sqe.param_size).tobytes()
             args = self._params.get(block)
             if args is None:
                 args = tuple(unpack_params(block))

@@ -31,7 +31,7 @@ class DeviceSync:
         self.idle = False  # the worker found nothing to do and sleeps
         self.urgent = False  # someone waits for real results: the worker runs at once
         self.host_waiters = 0  # host threads inside a wait (guarded by lock)
-        self._awaited: Task | None = None  # the task the scheduler waits to see run for real
+        self.awaited: Task | None = None  # the task the scheduler waits to see run for real
 
     def hurry(self) -> None:
         """Someone waits for real results: the worker runs everything now."""
@@ -49,7 +49,7 @@ class DeviceSync:
 
     def ran(self, task: Task) -> None:
         """The worker finished task for real: release the scheduler if it waits for it."""
-        if task is self._awaited:
+        if task is self.awaited:
             with self.lock:
                 self.lock.notify_all()
 
@@ -61,7 +61,7 @@ class DeviceSync:
             return True
         limit = self.watchdog_s if patience_s is None else patience_s
         deadline = time.monotonic() + limit
-        self._awaited = task  # set before re-checking real_done: the worker notifies for this task
+        self.awaited = task  # set before re-checking real_done: the worker notifies for this task
         self.hurry()
         try:
             while not _ran(task):  # set by the worker thread
@@ -71,7 +71,7 @@ class DeviceSync:
                         return False
                     raise DeviceHang(f"task {task.task_id} on stream {task.sqe.stream_id} never finished")
         finally:
-            self._awaited = None
+            self.awaited = None
         return True
 
 

@@ -161,11 +161,12 @@ def _matmul_work(specs: ArgSpecs) -> Work:
 
 def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """fp32 and int8 straight through; fp16/bf16 accumulate in fp32, then cast to out."""
-    if a.dtype == out.dtype and a.dtype in (np.float32, np.float64):
+    kind, out_kind = a.dtype.char, out.dtype.char
+    if kind == out_kind and kind in "fd":  # float32, float64
         np.matmul(a, b, out=out)
-    elif a.dtype == np.int8:
+    elif kind == "b":  # int8
         out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)
-    elif out.dtype == np.float32:  # accumulate straight into the fp32 output
+    elif out_kind == "f":  # accumulate straight into the fp32 output
         np.matmul(a.astype(np.float32), b.astype(np.float32), out=out)
     else:
         out[...] = np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out.dtype)
