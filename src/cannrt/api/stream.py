@@ -63,16 +63,18 @@ class Stream:
     def launch(self, kernel: str, *args: Any, block_dim: int = 1, name: str | None = None) -> None:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
-        if not args:
-            send = self._senders.get((kernel, block_dim, ()))  # the launcher's table of kept shapes
-            if send is None:
-                self._launch(kernel, block_dim, (), name)
-            else:
-                send()
-            return
+        specs = self._specs(kernel, args) if args else ()
+        send = self._senders.get((kernel, block_dim, specs))  # the launcher's senders of kept shapes
+        if send is None:
+            self._launch(kernel, block_dim, specs, name)
+        else:
+            send()
+
+    def _specs(self, kernel: str, args: tuple[Any, ...]) -> tuple[TensorArg | int | float, ...]:
+        """The kernel arguments of args: tensors (alive, on this stream's context) and scalars."""
         rt = self._rt
-        specs: list[TensorArg | int | float] = []
         context = rt.context
+        specs: list[TensorArg | int | float] = []
         for index, arg in enumerate(args):
             if isinstance(arg, DeviceArray):
                 if arg.freed or arg.device.context is not context:
@@ -84,12 +86,7 @@ class Stream:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        key = tuple(specs)
-        send = self._senders.get((kernel, block_dim, key))
-        if send is None:
-            self._launch(kernel, block_dim, key, name)
-        else:
-            send()
+        return tuple(specs)
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""

@@ -42,7 +42,7 @@ class Resource(IntEnum):
 
 
 class Driver(MemoryCalls):
-    """The simulated machine seen through its driver: one HostClock, several devices."""
+    """The simulated machine seen through its driver: its devices, address spaces and resource ids."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -51,9 +51,9 @@ class SqRing:
         if not sq.rung:  # the doorbell: one entry per SQ until the device fetches it
             sq.rung = True
             self._doorbells.append(sq)
-        sync = self._sync
-        if sync.idle or sync.host_waiters:
-            sync.kick()
+            sync = self._sync  # who sleeps is woken once per doorbell: a rung one is fetched anyway
+            if sync.idle or sync.host_waiters:
+                sync.kick()
         return position
 
     def _write_params(self, param_va: int, params: bytes) -> None:

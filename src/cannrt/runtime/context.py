@@ -35,7 +35,7 @@ class Context:
         self.events: set[Event] = set()
         self.allocations: dict[int, int] = {}  # user VA -> requested bytes
         self._internal: set[int] = set()
-        self.memory_pool: object | None = None  # the API's caching pool (cannrt.memory_pool)
+        self.memory_pool: object | None = None  # the API's caching pool (cannrt.api.pools)
         self.sticky_code = 0
         self.sticky_message = ""
         self.exception_records: list[ExceptionRecord] = []

@@ -125,11 +125,12 @@ class Launcher:
             self.clear()
             self._generation = GENERATION[0]
         dump = self._runtime.dump_config
+        # while dumping, a launch's op name decides its flag: no sender (it is keyed without it)
+        plain = dump is None and all(arg.__class__ is TensorArg for arg in args)
         dumped = op_name or name
         if dump is not None and not dump.wants(dumped):
             dump = None
         key: LaunchKey = (name, block_dim, args)
-        plain = dump is None and all(arg.__class__ is TensorArg for arg in args)
         if not plain:  # 1, 1.0 and True are equal keys but different parameter blocks
             key = (*key, tuple(map(type, args)), dumped if dump is not None else None)
         with self._lock:
