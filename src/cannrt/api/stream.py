@@ -27,14 +27,14 @@ class Stream:
         device = device or Device(0)
         self._rt = device.context.create_stream(priority, flags)
         self._launch = self._rt.launcher.launch
-        self._senders = self._rt.launcher.senders
+        self._sender = self._rt.launcher.senders.get  # the launcher's senders of kept shapes
 
     @classmethod
     def _wrap(cls, rt_stream: RtStream) -> Stream:
         wrapper = cls.__new__(cls)
         wrapper._rt = rt_stream
         wrapper._launch = rt_stream.launcher.launch
-        wrapper._senders = rt_stream.launcher.senders
+        wrapper._sender = rt_stream.launcher.senders.get
         return wrapper
 
     def __repr__(self) -> str:
@@ -64,7 +64,7 @@ class Stream:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
         specs = self._specs(kernel, args) if args else ()
-        send = self._senders.get((kernel, block_dim, specs))  # the launcher's senders of kept shapes
+        send = self._sender((kernel, block_dim, specs))
         if send is None:
             self._launch(kernel, block_dim, specs, name)
         else:

@@ -176,7 +176,11 @@ class Driver(MemoryCalls):
         """Submit packed SQEs arriving at host time arrival_ns (and a parameter block for the
         first); returns the first position at once."""
         ring = self.sq_map(dev, sq_id)
-        first = ring.send(sqes[:SQE_BYTES], arrival_ns, param_va, params)
+        first = (
+            ring.send_with_params(sqes[:SQE_BYTES], arrival_ns, param_va, params)
+            if params
+            else ring.send(sqes[:SQE_BYTES], arrival_ns)
+        )
         for offset in range(SQE_BYTES, len(sqes), SQE_BYTES):
             ring.send(sqes[offset : offset + SQE_BYTES], arrival_ns)
         return first

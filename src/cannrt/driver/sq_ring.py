@@ -34,17 +34,15 @@ class SqRing:
         """SQEs written so far (monotonic): the next SQE's position."""
         return self._sq.tail
 
-    def send(self, sqe: bytes, arrival_ns: int, param_va: int = 0, params: bytes = b"") -> int:
-        """Write one 64-byte SQE that arrives at host time arrival_ns (and first the parameter
-        block it points at, once the ring has room for it) and ring the doorbell; returns its
-        position. CannTimeout if the ring stays full past the watchdog."""
+    def send(self, sqe: bytes, arrival_ns: int) -> int:
+        """Write one 64-byte SQE that arrives at host time arrival_ns and ring the doorbell;
+        returns its position. CannTimeout if the ring stays full past the watchdog."""
         sq = self._sq
         position = sq.tail
-        if position - sq.fetched >= self._depth:
+        depth = self._depth
+        if position - sq.fetched >= depth:
             self._wait_for_space()
-        if params:
-            self._write_params(param_va, params)
-        slot = position % self._depth
+        slot = position % depth
         self._ring[slot] = sqe
         self._arrivals[slot] = arrival_ns
         sq.tail = position + 1
@@ -56,11 +54,17 @@ class SqRing:
                 sync.kick()
         return position
 
-    def _write_params(self, param_va: int, params: bytes) -> None:
+    def send_with_params(self, sqe: bytes, arrival_ns: int, param_va: int, params: bytes) -> int:
+        """send, writing first the parameter block the SQE points at (once the ring has room
+        for the SQE: the block it replaces belonged to an SQE fetched by then)."""
+        sq = self._sq
+        if sq.tail - sq.fetched >= self._depth:
+            self._wait_for_space()
         try:
             self._space.view(param_va, len(params), "write")[:] = memoryview(params)
         except DeviceFault as fault:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"parameter block: {fault}") from None
+        return self.send(sqe, arrival_ns)
 
     def _wait_for_space(self) -> None:
         try:

@@ -73,7 +73,7 @@ class Launcher:
 
     __slots__ = (
         "_area", "_clock", "_context", "_depth", "_generation", "_launch_ns", "_lock", "_retired",
-        "_runtime", "_send", "_shapes", "_slots_made", "_stream", "_stream_id", "senders",
+        "_runtime", "_send", "_send_with_params", "_shapes", "_slots_made", "_stream", "_stream_id", "senders",
     )  # fmt: skip
 
     def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: threading.Lock) -> None:
@@ -82,6 +82,7 @@ class Launcher:
         self._runtime = stream.context.runtime
         self._stream_id = stream.stream_id
         self._send = ring.send
+        self._send_with_params = ring.send_with_params
         self._clock = clock
         self._depth = stream.depth
         self._launch_ns = launch_ns
@@ -155,7 +156,11 @@ class Launcher:
         params = shape.params
         if params:
             shape.params = b""
-        self._send(shape.prefix + TASK_ID_BYTES[position & 0xFFFF] + shape.suffix, now, shape.param_va, params)
+        sqe = shape.prefix + TASK_ID_BYTES[position & 0xFFFF] + shape.suffix
+        if params:
+            self._send_with_params(sqe, now, shape.param_va, params)
+        else:
+            self._send(sqe, now)
         shape.last_use = position
         stream.tail = position + 1
         self._shapes.move_to_end(key)
