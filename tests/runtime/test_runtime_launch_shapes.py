@@ -308,15 +308,6 @@ def test_int_float_and_bool_scalars_are_launched_with_their_own_parameter_blocks
     assert [(type(r.args[1]), r.args[1]) for r in _kernel_records(prof)] == SEEN_ON_DEVICE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "device/views.py ArgumentViews.of caches argument values under the key (asid, args, outputs); "
-        "1 == 1.0 == True hash equal, so after a launch with (out, 1) a launch with (out, 1.0) hits the "
-        "cached values [view, 1] and the kernel receives the int 1 although the parameter block "
-        "(correctly tagged ARG_FLOAT, see the test above) says the float 1.0"
-    ),
-)
 def test_int_float_and_bool_scalars_reach_the_kernel_as_launched(rt: Runtime, _see_kernel: None) -> None:
     device = Device(0)
     stream = device.stream()
@@ -330,13 +321,6 @@ def test_int_float_and_bool_scalars_reach_the_kernel_as_launched(rt: Runtime, _s
                            [1.0, 0.0, 1.0], [2.5, 0.0, 1.0]]  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "device/views.py ArgumentViews.of: the cache key (asid, args, outputs) makes (out, 1.0) and "
-        "(out, 1) the same entry, so the kernel launched with the int 1 after the float 1.0 receives 1.0"
-    ),
-)
 def test_an_int_launched_after_an_equal_float_reaches_the_kernel_as_an_int_runtime(
     rt: Runtime, _see_kernel: None
 ) -> None:

@@ -29,9 +29,10 @@ class ArgumentViews:
 
     def __init__(self, fabric: Fabric) -> None:
         self._fabric = fabric
-        # (asid, arguments, output indices) -> (space, its generation then, values)
-        self._cache: dict[tuple[int, tuple[ParamValue, ...], tuple[int, ...]], tuple[AddressSpace, int, list[object]]]
-        self._cache = {}
+        # id(arguments) -> (arguments, output indices, space, its generation then, values). By
+        # identity: the fetcher hands out one tuple per distinct parameter block, and equal
+        # tuples can differ in what they carry (1 == 1.0 == True)
+        self._cache: dict[int, tuple[tuple[ParamValue, ...], tuple[int, ...], AddressSpace, int, list[object]]] = {}
 
     def of(self, asid: int, args: tuple[ParamValue, ...], outputs: tuple[int, ...]) -> tuple[list[object], Scatter]:
         """The values for args in address space asid, and the outputs to scatter back after the
@@ -40,10 +41,15 @@ class ArgumentViews:
         if not args:
             return [], []
         space = self._fabric.space(asid)
-        key = (asid, args, outputs)
-        cached = self._cache.get(key)
-        if cached is not None and cached[0] is space and cached[1] == space.generation:
-            return cached[2], []
+        cached = self._cache.get(id(args))
+        if (
+            cached is not None
+            and cached[0] is args
+            and cached[2] is space
+            and cached[3] == space.generation
+            and cached[1] == outputs
+        ):
+            return cached[4], []
         generation = space.generation
         values: list[object] = []
         scatter: Scatter = []
@@ -58,7 +64,7 @@ class ArgumentViews:
         if not scatter:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
-            self._cache[key] = (space, generation, values)
+            self._cache[id(args)] = (args, outputs, space, generation, values)
         return values, scatter
 
     def _tensor(self, space: AddressSpace, arg: TensorArg, write: bool, scatter: Scatter) -> np.ndarray:
