@@ -21,7 +21,6 @@ from cannrt.abi import (
     DumpRecord,
     DumpTensor,
     ErrorType,
-    ExceptionRecord,
     KernelSqe,
     SdmaOp,
     SdmaSqe,
@@ -339,4 +338,4 @@ def copy_parts(source: list[np.ndarray], target: list[np.ndarray]) -> None:
         offset += part.size
 
 
-__all__ = ["ExceptionRecord", "Executor", "copy_parts", "host_array"]
+__all__ = ["Executor", "copy_parts", "host_array"]

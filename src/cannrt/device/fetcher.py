@@ -87,7 +87,6 @@ class Fetcher:
     def wait_for_space(self, sq: SubmissionQueue) -> None:
         """Block until sq has a free entry (the device fetches); DeviceHang after the watchdog."""
         sync = self._sync
-        sync.hurry()
         deadline = time.monotonic() + sync.watchdog_s
         while sq.tail - sq.fetched >= sq.depth:
             with sync.lock:  # blocks (not spins) while another thread is in the middle of a fetch

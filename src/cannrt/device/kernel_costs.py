@@ -32,7 +32,7 @@ class KernelCosts:
     def __init__(self, chip: ChipSpec, l2: L2Model) -> None:
         self.chip = chip
         self.l2 = l2
-        self._plans: dict[tuple[object, ...], KernelPlan] = {}
+        self._plans: dict[tuple[object, ...], tuple[Kernel, KernelPlan]] = {}  # by name: check the kernel
         # id(arguments) -> (arguments, kernel, blockDim, plan): the same decoded argument tuple
         # comes back for every launch of a shape, so most lookups need no hashing of it
         self._recent: dict[int, tuple[tuple[ParamValue, ...], Kernel, int, KernelPlan]] = {}
@@ -77,7 +77,8 @@ class KernelCosts:
     def _plan_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> KernelPlan:
         """The plan of a launch shape (made on first sight): work, block split, touched ranges."""
         key = (kernel.name, args, block_dim)
-        plan = self._plans.get(key)
+        known = self._plans.get(key)
+        plan = known[1] if known is not None and known[0] is kernel else None  # a replaced kernel: anew
         if plan is None:
             work = kernel.work(args)
             reads: list[tuple[int, int]] = []
@@ -91,7 +92,7 @@ class KernelCosts:
                 self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
                 self._recent.clear()
                 self._last = None
-            self._plans[key] = plan
+            self._plans[key] = (kernel, plan)
         if len(self._recent) > CACHE_LIMIT:
             self._recent.clear()
         self._recent[id(args)] = (args, kernel, block_dim, plan)

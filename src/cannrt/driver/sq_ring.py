@@ -15,7 +15,7 @@ from cannrt.errors import CannError, CannTimeout, ErrorCode
 
 
 class SqRing:
-    """The user-space view of one SQ: its tail, and send."""
+    """The user-space view of one SQ: send an SQE (with or without a parameter block)."""
 
     __slots__ = ("_arrivals", "_depth", "_doorbells", "_npu", "_ring", "_space", "_sq", "_sync", "sq_id")
 
@@ -28,11 +28,6 @@ class SqRing:
         self._depth = sq.depth
         self._space = space  # the SQ's address space: parameter blocks are written there
         self._doorbells, self._sync = npu.doorbell_register()
-
-    @property
-    def tail(self) -> int:
-        """SQEs written so far (monotonic): the next SQE's position."""
-        return self._sq.tail
 
     def send(self, sqe: bytes, arrival_ns: int) -> int:
         """Write one 64-byte SQE that arrives at host time arrival_ns and ring the doorbell;

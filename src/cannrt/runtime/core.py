@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cannrt.abi import ParamValue, TensorArg
 from cannrt.config import Settings, load_settings
@@ -284,4 +284,4 @@ def tensor_arg(address: int, dtype_code: int, shape: Sequence[int]) -> TensorArg
     return TensorArg(address, dtype_code, tuple(int(d) for d in shape))
 
 
-__all__ = ["Any", "DeviceState", "ExceptionInfo", "Runtime", "get_runtime", "reset_runtime", "tensor_arg"]
+__all__ = ["DeviceState", "ExceptionInfo", "Runtime", "get_runtime", "reset_runtime", "tensor_arg"]

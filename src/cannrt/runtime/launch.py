@@ -54,10 +54,16 @@ _KERNEL = int(SqeType.KERNEL)
 LaunchKey = tuple[object, ...]
 
 
+def _signature(args: tuple[ParamValue, ...]) -> tuple[object, ...]:
+    """What tells launches with equal but different arguments apart: each argument's class, and
+    a float's exact bits (0.0 == -0.0)."""
+    return tuple((arg.__class__, arg.hex() if isinstance(arg, float) else arg) for arg in args)
+
+
 class Shape:
     """One kept launch shape: its kernel, its SQE around the task id, its parameter block."""
 
-    __slots__ = ("kernel", "last_use", "param_va", "params", "prefix", "suffix")
+    __slots__ = ("kept", "kernel", "last_use", "param_va", "params", "prefix", "suffix")
 
     def __init__(self, kernel: Kernel, prefix: bytes, suffix: bytes, param_va: int, params: bytes) -> None:
         self.kernel = kernel
@@ -66,13 +72,14 @@ class Shape:
         self.param_va = param_va  # its slot in the argument area (0 without arguments)
         self.params = params  # written into the slot with the first send (then b"")
         self.last_use = -1  # position of the newest launch of this shape
+        self.kept = True  # False once dropped: its slot may belong to another shape by then
 
 
 class Launcher:
     """Sends kernel launches on one stream: kept shapes, their senders, the argument area."""
 
     __slots__ = (
-        "_area", "_clock", "_context", "_depth", "_generation", "_launch_ns", "_lock", "_retired",
+        "_area", "_clock", "_context", "_depth", "_epoch", "_generation", "_launch_ns", "_lock", "_retired",
         "_runtime", "_send", "_send_with_params", "_shapes", "_slots_made", "_stream", "_stream_id", "senders",
     )  # fmt: skip
 
@@ -87,8 +94,11 @@ class Launcher:
         self._depth = stream.depth
         self._launch_ns = launch_ns
         self._lock = lock
-        self.senders: dict[LaunchKey, Callable[[], int]] = {}  # (name, blockDim, tensors) -> send
-        self._shapes: OrderedDict[LaunchKey, Shape] = OrderedDict()  # every kept shape, LRU first
+        # (name, blockDim, tensors) -> send; cleared in place, never replaced (the API binds its get)
+        self.senders: dict[LaunchKey, Callable[[], int]] = {}
+        self._epoch = 0  # moves with every invalidate(): a sender made across one is not kept
+        # every kept shape; those holding a slot in the order of their last launch
+        self._shapes: OrderedDict[LaunchKey, Shape] = OrderedDict()
         self._generation = GENERATION[0]  # of the kernel registry when the shapes were made
         self._area = 0  # argument area base VA (allocated with the first shape with arguments)
         self._slots_made = 0
@@ -97,17 +107,19 @@ class Launcher:
     def launch(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None = None) -> int:
         """Launch a kernel (aclrtLaunchKernel): nothing is enqueued on bad input; returns the
         task position. op_name names the launch in dumps (the graph's node name)."""
-        send = self.senders.get((name, block_dim, args))
+        send = self.senders.get((name, block_dim, args)) if block_dim.__class__ is int else None
         if send is not None:
             return send()
         return self._launch_checked(name, block_dim, args, op_name)
 
     def invalidate(self) -> None:
-        """Later launches go through the checks (the stream's or the dump's state changed)."""
+        """Drop the senders: later launches go through the checks (the stream's or the dump's
+        state changed)."""
+        self._epoch += 1
         self.senders.clear()
 
     def clear(self) -> None:
-        """Forget every kept shape."""
+        """Forget every kept shape (and so its sender)."""
         with self._lock:
             for key in list(self._shapes):
                 self._drop(key)
@@ -121,6 +133,9 @@ class Launcher:
             self._area = 0
 
     def _launch_checked(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None) -> int:
+        epoch = self._epoch  # before the checks: an invalidate() after them voids their verdict
+        if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:  # True == 1.0 == 1
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim!r}")
         self._stream.check_usable()
         if self._generation != GENERATION[0]:  # a kernel was registered or replaced
             self.clear()
@@ -131,9 +146,10 @@ class Launcher:
         dumped = op_name or name
         if dump is not None and not dump.wants(dumped):
             dump = None
-        key: LaunchKey = (name, block_dim, args)
-        if not plain:  # 1, 1.0 and True are equal keys but different parameter blocks
-            key = (*key, tuple(map(type, args)), dumped if dump is not None else None)
+        # 1, 1.0, True and 0.0, -0.0 are equal arguments but different parameter blocks
+        key: LaunchKey = (
+            (name, block_dim, args) if plain else (name, block_dim, _signature(args), dumped if dump else None)
+        )
         with self._lock:
             shape = self._shapes.get(key)
             position = self._send_locked(key, shape) if shape and current_kernel(name) is shape.kernel else -1
@@ -141,9 +157,9 @@ class Launcher:
             kernel, pc, params = self._check(name, block_dim, args)
             with self._lock:
                 shape = self._keep(key, kernel, pc, block_dim, params, dump is not None)
-                if plain:
-                    self.senders[key] = self._sender(key, shape, name, block_dim, args)
                 position = self._send_locked(key, shape)
+                if plain and self._epoch == epoch:
+                    self.senders[key] = self._sender(key, shape, name, block_dim, args)
         if dump is not None:
             dump.op_names[(self._context.device_id, self._stream_id, position & 0xFFFF)] = dumped
         return position
@@ -153,12 +169,10 @@ class Launcher:
         position = stream.tail
         clock = self._clock
         now = clock.now_ns = clock.now_ns + self._launch_ns
-        params = shape.params
-        if params:
-            shape.params = b""
         sqe = shape.prefix + TASK_ID_BYTES[position & 0xFFFF] + shape.suffix
-        if params:
-            self._send_with_params(sqe, now, shape.param_va, params)
+        if shape.params:
+            self._send_with_params(sqe, now, shape.param_va, shape.params)
+            shape.params = b""  # written (a send that raised leaves it to write next time)
         else:
             self._send(sqe, now)
         shape.last_use = position
@@ -171,7 +185,8 @@ class Launcher:
     ) -> Callable[[], int]:
         """_send_locked for one kept shape with everything bound (its parameters are written);
         a shape without a slot has no last use to track. Once a kernel was registered or
-        replaced, it hands the launch back to the checks."""
+        replaced, or the shape dropped (its slot may be another's), it hands the launch back to
+        the checks."""
         acquire, release = self._lock.acquire, self._lock.release  # cheaper than `with` here
         stream, clock, send, ids = self._stream, self._clock, self._send, TASK_ID_BYTES
         prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
@@ -182,23 +197,24 @@ class Launcher:
                 return checked(name, block_dim, args, None)
             acquire()
             try:
-                position = stream.tail
-                now = clock.now_ns = clock.now_ns + launch_ns
-                send(prefix + ids[position & 0xFFFF] + suffix, now)
-                stream.tail = position + 1
-                if param_va:
-                    shape.last_use = position
-                    used(key)
+                if not shape.kept:
+                    position = -1
+                else:
+                    position = stream.tail
+                    now = clock.now_ns = clock.now_ns + launch_ns
+                    send(prefix + ids[position & 0xFFFF] + suffix, now)
+                    stream.tail = position + 1
+                    if param_va:
+                        shape.last_use = position
+                        used(key)
             finally:
                 release()
-            return position
+            return position if position >= 0 else checked(name, block_dim, args, None)
 
         return sender
 
     def _check(self, name: str, block_dim: int, args: tuple[ParamValue, ...]) -> tuple[Kernel, int, bytes]:
-        """A new shape's checks: blockDim, the kernel (loaded on first use), its arguments."""
-        if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:
-            raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim}")
+        """A new shape's checks: the kernel (loaded on first use), its arguments."""
         kernel, pc = self._runtime.kernel(self._context.device_id, name)
         try:
             kernel.check(args)
@@ -224,6 +240,7 @@ class Launcher:
     def _drop(self, key: LaunchKey) -> None:
         """Forget a kept shape (lock held); its slot is retired with its last use."""
         shape = self._shapes.pop(key)
+        shape.kept = False
         self.senders.pop(key, None)
         if shape.param_va:
             self._retired.append((shape.last_use, shape.param_va))

@@ -193,7 +193,7 @@ class Stream:
     def release(self, discard: bool) -> None:
         """Give the SQ, stream id and argument area back (no waiting)."""
         self.destroyed = True
-        self.launcher.release()
-        self._driver.sq_free(self.device_id, self.sq_id, discard)
+        self._driver.sq_free(self.device_id, self.sq_id, discard)  # fetches what is queued first
+        self.launcher.release()  # then its parameter blocks may go
         self._driver.resource_free(self.device_id, Resource.STREAM, self.stream_id)
         self.context.forget_stream(self)
