@@ -261,7 +261,8 @@ class Timeline:
             at = free_at if free_at > start else start
             finish = at + block_ns[0] + (launch_ns if at > start else 0)
             heapq.heapreplace(heap, (finish, core))
-            task.blocks = ((core, at, finish),) if tracing else ()
+            if tracing:
+                task.blocks = ((core, at, finish),)
             task.cores = self._one_core[core]
             return finish
         used: list[int] = []
