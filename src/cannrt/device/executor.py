@@ -87,6 +87,8 @@ class Executor:
         self._sync = sync
         self.stopping = False
         self.blocked_sqs: dict[int, Task] = {}  # sq id -> blocking callback the host has not finished
+        # one thread at a time runs tasks: the worker, or a host thread that waits for results
+        self._run_lock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, name=f"npu{device_id}-worker", daemon=True)
 
     def start(self) -> None:
@@ -121,9 +123,8 @@ class Executor:
                 continue
             sync.urgent = False
             fetcher.fetch_all()
-            progressed = False
-            for sq in fetcher.sq_list:
-                progressed |= self._drain(sq)
+            with self._run_lock:
+                progressed = self._drain_all()
             if progressed or sync.urgent:
                 continue
             sync.idle = True
@@ -132,6 +133,27 @@ class Executor:
             wake.clear()
             sync.idle = False
             seen = -1
+
+    def run_waiting(self) -> bool:
+        """Run what can run now on the calling host thread, which waits for real results with
+        the device lock held (released meanwhile, as a wait would): instead of handing the GIL
+        back and forth with the worker. False if nothing ran (or the worker is running tasks)."""
+        if not self._run_lock.acquire(blocking=False):
+            return False
+        lock = self._sync.lock
+        lock.release()
+        try:
+            with np.errstate(all="ignore"):  # as on the worker thread
+                return self._drain_all()
+        finally:
+            self._run_lock.release()  # before the device lock: the worker takes them in this order
+            lock.acquire()
+
+    def _drain_all(self) -> bool:
+        progressed = False
+        for sq in self._fetcher.sq_list:
+            progressed |= self._drain(sq)
+        return progressed
 
     def _drain(self, sq: SubmissionQueue) -> bool:
         """Run the head tasks of one SQ while they are runnable; True if any ran."""

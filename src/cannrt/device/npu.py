@@ -42,6 +42,7 @@ class Npu:
         self.timeline = Timeline(device_id, settings, fabric, self.reports, self.sync)
         self.fetcher = Fetcher(self.code, fabric, self.reports, self.sync, self.timeline.on_fetched)
         self.executor = Executor(device_id, self.fetcher, fabric, self.reports, self.timeline, self.sync)
+        self.sync.run_waiting = self.executor.run_waiting  # a waiting host thread runs real work too
         self.executor.start()
 
     # -- queues ------------------------------------------------------------------------------

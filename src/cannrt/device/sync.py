@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ class DeviceSync:
         self.urgent = False  # someone waits for real results: the worker runs at once
         self.host_waiters = 0  # host threads inside a wait (guarded by lock)
         self.awaited: Task | None = None  # the task the scheduler waits to see run for real
+        # runs what can run on the waiting thread (the worker's, wired by the Npu); False if none
+        self.run_waiting: Callable[[], bool] | None = None
 
     def hurry(self) -> None:
         """Someone waits for real results: the worker runs everything now."""
@@ -54,7 +57,8 @@ class DeviceSync:
                 self.lock.notify_all()
 
     def await_real(self, task: Task, patience_s: float | None = None) -> bool:
-        """Block (lock held, released while waiting) until the worker has run task. With a
+        """Block (lock held, released while waiting) until task has run for real, running what
+        can run on this thread meanwhile (run_waiting), else waiting for the worker. With a
         patience, give up after that much wall time and return False; without one, a task that
         never runs is a DeviceHang after the watchdog."""
         if task.real_done:
@@ -62,9 +66,12 @@ class DeviceSync:
         limit = self.watchdog_s if patience_s is None else patience_s
         deadline = time.monotonic() + limit
         self.awaited = task  # set before re-checking real_done: the worker notifies for this task
-        self.hurry()
         try:
             while not _ran(task):  # set by the worker thread
+                run_here = self.run_waiting
+                if run_here is not None and run_here():
+                    continue  # it ran something here: look again
+                self.hurry()
                 self.lock.wait(AWAIT_POLL_S)
                 if time.monotonic() > deadline:
                     if patience_s is not None:
