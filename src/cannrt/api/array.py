@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from cannrt.api.stream import Stream
 
 
+FREES = [0]
+"""Moves whenever a DeviceArray is freed: argument lists checked before must be checked again."""
+
+
 class DeviceArray:
     """A typed, shaped view of device memory; moves to and from numpy."""
 
@@ -111,6 +115,7 @@ class DeviceArray:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
         if not self.freed:
             self.freed = True
+            FREES[0] += 1
             if self.block is not None:
                 pools.pool_of(self.device.context).free(self.block)
             else:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cannrt.abi import TensorArg
-from cannrt.api.array import DeviceArray
+from cannrt.api.array import FREES, DeviceArray
 from cannrt.api.current import _current
 from cannrt.api.event import Event
 from cannrt.errors import CannError, ErrorCode
@@ -16,6 +16,8 @@ from cannrt.runtime.stream import Stream as RtStream
 
 if TYPE_CHECKING:
     from cannrt.api.device import Device
+
+CHECKED_LIMIT = 1024  # argument lists kept checked per stream before the table starts over
 
 
 class Stream:
@@ -28,6 +30,7 @@ class Stream:
         self._rt = device.context.create_stream(priority, flags)
         self._launch = self._rt.launcher.launch
         self._sender = self._rt.launcher.senders.get  # the launcher's senders of kept shapes
+        self._checked: dict[tuple[Any, ...], tuple[int, tuple[TensorArg | int | float, ...]]] = {}
 
     @classmethod
     def _wrap(cls, rt_stream: RtStream) -> Stream:
@@ -35,6 +38,7 @@ class Stream:
         wrapper._rt = rt_stream
         wrapper._launch = rt_stream.launcher.launch
         wrapper._sender = rt_stream.launcher.senders.get
+        wrapper._checked = {}
         return wrapper
 
     def __repr__(self) -> str:
@@ -71,7 +75,15 @@ class Stream:
             send()
 
     def _specs(self, kernel: str, args: tuple[Any, ...]) -> tuple[TensorArg | int | float, ...]:
-        """The kernel arguments of args: tensors (alive, on this stream's context) and scalars."""
+        """The kernel arguments of args: tensors (alive, on this stream's context) and scalars.
+        Lists of arrays only are kept, checked, until some array is freed."""
+        try:
+            checked = self._checked.get(args)
+        except TypeError:  # an unhashable argument: the checks below refuse it
+            checked = None
+        if checked is not None and checked[0] == FREES[0]:
+            return checked[1]
+        frees = FREES[0]
         rt = self._rt
         context = rt.context
         specs: list[TensorArg | int | float] = []
@@ -86,7 +98,12 @@ class Stream:
                 raise CannError(
                     ErrorCode.RT_PARAM_INVALID, f"argument {index} of {kernel}: unsupported {type(arg).__name__}"
                 )
-        return tuple(specs)
+        result = tuple(specs)
+        if all(isinstance(arg, DeviceArray) for arg in args):  # scalars: 1 and 1.0 are equal keys
+            if len(self._checked) >= CHECKED_LIMIT:
+                self._checked.clear()
+            self._checked[args] = (frees, result)
+        return result
 
     def record(self, event: Event | None = None) -> Event:
         """Record an event (a new timing event if none given) on this stream."""
