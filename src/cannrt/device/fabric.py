@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cannrt.abi import CopyKind
@@ -16,6 +17,8 @@ class Fabric:
 
     def __init__(self) -> None:
         self._spaces: dict[int, AddressSpace] = {}
+        # the address space with this id (KeyError if none): the dict's own lookup, no Python call
+        self.space: Callable[[int], AddressSpace] = self._spaces.__getitem__
 
     def add(self, space: AddressSpace) -> None:
         """Register a new address space."""
@@ -24,10 +27,6 @@ class Fabric:
     def remove(self, asid: int) -> None:
         """Forget an address space (its context was destroyed)."""
         self._spaces.pop(asid, None)
-
-    def space(self, asid: int) -> AddressSpace:
-        """The address space with this id; KeyError if none."""
-        return self._spaces[asid]
 
     @staticmethod
     def asid_of(address: int) -> int:
