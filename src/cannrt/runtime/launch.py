@@ -16,8 +16,9 @@ that launch was fetched (the device reads a parameter block when it fetches the 
 A launch of a kept shape whose arguments are all tensors goes straight to its sender (a closure
 with everything bound); others, and every launch while dumping, go through the checks below.
 The senders are dropped whenever a launch could need the checks again: the stream destroyed or
-its context sticky with an error, dumping switched on or off (the runtime tells every stream), a
-kernel registered or replaced (the registry's generation moves).
+its context sticky with an error, dumping switched on or off (the runtime tells every stream).
+A sender itself hands its launch back to the checks once a kernel was registered or replaced
+(the registry's generation moved) or its shape was dropped (its slot may be another's by then).
 """
 
 from __future__ import annotations
