@@ -131,18 +131,13 @@ class Fetcher:
             self._on_fetched(sq)
 
     def _decode(self, sq: SubmissionQueue, position: int, raw: bytes, arrival: int) -> Task:
-        last = sq.last_decoded  # consecutive SQEs of an SQ differ often only by their task id
-        if last is not None and raw.startswith(last[0]) and raw.endswith(last[1]):
-            sqe, kernel = last[2], last[3]
-        else:
-            known = self._decode_new(raw)
-            if known is None:
-                header = decode_header(raw)
-                task = Task(sq, position, header, raw, arrival, header.task_id)  # type: ignore[arg-type]
-                task.status = _TASK_TYPE_NOT_SUPPORT
-                return task
-            sqe, kernel = known
-            sq.last_decoded = (raw[:TASK_ID_AT], raw[_TASK_ID_END:], sqe, kernel)
+        known = self._decode_new(raw)
+        if known is None:
+            header = decode_header(raw)
+            task = Task(sq, position, header, raw, arrival, header.task_id)  # type: ignore[arg-type]
+            task.status = _TASK_TYPE_NOT_SUPPORT
+            return task
+        sqe, kernel = known
         task = Task(sq, position, sqe, raw, arrival, raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
         if kernel is not None:
             task.kernel = kernel

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from cannrt.abi import ParamValue, PipeTimes, TensorArg, Work, tensor_nbytes
 from cannrt.config import ChipSpec
-from cannrt.device.l2 import L2Model
+from cannrt.device.l2 import L2Model, granules
 from cannrt.kernels.cost import block_cost
 from cannrt.kernels.registry import Kernel
 
@@ -18,12 +18,12 @@ Costed = tuple[tuple[int, ...], Aux]
 
 
 class KernelPlan(NamedTuple):
-    """What the scheduler needs of one launch shape: work, per-block fractions, touched ranges."""
+    """What the scheduler needs of one launch shape: work, per-block fractions, touched granules."""
 
     work: Work
     fractions: tuple[float, ...]
-    reads: list[tuple[int, int]]
-    writes: list[tuple[int, int]]
+    read_granules: tuple[int, ...]  # L2 granules the launch reads, then those it writes
+    write_granules: tuple[int, ...]
 
 
 class KernelCosts:
@@ -37,31 +37,19 @@ class KernelCosts:
         # comes back for every launch of a shape, so most lookups need no hashing of it
         self._recent: dict[int, tuple[tuple[ParamValue, ...], Kernel, int, KernelPlan]] = {}
         # (id(plan), L2 hit rate, active cores) -> (ns of each block, (summed pipe times, hit, work))
-        self._cost_cache: dict[tuple[int, float, int], tuple[tuple[int, ...], Aux]] = {}
-        # the launch before: (arguments, kernel, blockDim, plan, hit rate, active cores, result)
-        self._last: tuple[tuple[ParamValue, ...], Kernel, int, KernelPlan, float, int, Costed] | None = None
+        self._cost_cache: dict[tuple[int, float, int], Costed] = {}
 
-    def of(
-        self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int, cores: int
-    ) -> tuple[tuple[int, ...], Aux]:
+    def of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int, cores: int) -> Costed:
         """Nanoseconds of each block, and (summed pipe times, L2 hit rate, work), of one launch
         on `cores` cores of its kind (accesses the L2 model when the launch touches memory)."""
-        last = self._last
-        if last is not None and last[0] is args and last[1] is kernel and last[2] == block_dim:
-            # the same shape as the launch before (a loop): no lookup; the same costs unless
-            # the L2 state gives another hit rate
-            plan, active = last[3], last[5]
-            hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
-            if hit == last[4]:
-                return last[6]
+        recent = self._recent.get(id(args))
+        if recent is not None and recent[0] is args and recent[1] is kernel and recent[2] == block_dim:
+            plan = recent[3]
         else:
-            recent = self._recent.get(id(args))
-            if recent is not None and recent[0] is args and recent[1] is kernel and recent[2] == block_dim:
-                plan = recent[3]
-            else:
-                plan = self._plan_of(kernel, args, block_dim)
-            hit = self.l2.access(plan.reads, plan.writes) if plan.reads or plan.writes else 0.0
-            active = min(len(plan.fractions), cores)
+            plan = self._plan_of(kernel, args, block_dim)
+        reads, writes = plan.read_granules, plan.write_granules
+        hit = self.l2.access(reads, writes) if reads or writes else 0.0
+        active = min(len(plan.fractions), cores)
         cost_key = (id(plan), hit, active)
         cached = self._cost_cache.get(cost_key)
         if cached is None:
@@ -71,11 +59,10 @@ class KernelCosts:
                 self._cost_cache.clear()
             block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
             cached = self._cost_cache[cost_key] = (block_ns, (sums, hit, plan.work))
-        self._last = (args, kernel, block_dim, plan, hit, active, cached)
         return cached
 
     def _plan_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> KernelPlan:
-        """The plan of a launch shape (made on first sight): work, block split, touched ranges."""
+        """The plan of a launch shape (made on first sight): work, block split, touched granules."""
         key = (kernel.name, args, block_dim)
         known = self._plans.get(key)
         plan = known[1] if known is not None and known[0] is kernel else None  # a replaced kernel: anew
@@ -86,12 +73,12 @@ class KernelCosts:
             for index, arg in enumerate(args):
                 if isinstance(arg, TensorArg):
                     (writes if index in kernel.outputs else reads).append((arg.address, tensor_nbytes(arg)))
-            plan = KernelPlan(work, tuple(kernel.block_fractions(work, block_dim)), reads, writes)
+            fractions = tuple(kernel.block_fractions(work, block_dim))
+            plan = KernelPlan(work, fractions, granules(reads), granules(writes))
             if len(self._plans) > CACHE_LIMIT:
                 self._plans.clear()
                 self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
                 self._recent.clear()
-                self._last = None
             self._plans[key] = (kernel, plan)
         if len(self._recent) > CACHE_LIMIT:
             self._recent.clear()

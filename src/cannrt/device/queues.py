@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING
 from cannrt.abi import CQE
 
 if TYPE_CHECKING:
-    from cannrt.abi import Sqe
     from cannrt.device.task import Task
-    from cannrt.kernels.registry import Kernel
 
 
 class SubmissionQueue:
     """A ring of 64-byte SQEs bound to one stream; head is the device's fetch position."""
 
     __slots__ = (
-        "arrival_ns", "asid", "closed", "cq_id", "depth", "failed_code", "fetched", "last_decoded",
+        "arrival_ns", "asid", "closed", "cq_id", "depth", "failed_code", "fetched",
         "model_busy", "model_head", "model_queue", "priority", "real_queue", "ring", "rung", "sq_id",
         "stop_on_error", "stream_id", "tail",
     )  # fmt: skip
@@ -35,8 +33,6 @@ class SubmissionQueue:
         self.tail = 0  # host: entries written (monotonic)
         self.fetched = 0  # device: entries decoded (monotonic)
         self.rung = False  # in the device's doorbell list, not fetched yet
-        # the SQE decoded last: (bytes before its task id, bytes after, decoded SQE, kernel)
-        self.last_decoded: tuple[bytes, bytes, Sqe, Kernel | None] | None = None
         # device-side state (guarded by the device lock)
         self.real_queue: deque[Task] = deque()  # fetched, not yet executed for real
         self.model_queue: deque[Task] = deque()  # fetched, not yet dispatched on the timeline

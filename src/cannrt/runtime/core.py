@@ -226,7 +226,7 @@ class Runtime:
         """Validate and enqueue a kernel (aclrtLaunchKernel); nothing is enqueued on bad input.
 
         op_name names this launch in dumps (the graph's node name); the kernel name is its op type."""
-        return stream.launch(name, block_dim, tuple(args), op_name)
+        return stream.launcher.launch(name, block_dim, tuple(args), op_name)
 
     # -- errors ------------------------------------------------------------------------------
     def report_exception(self, context: Context, cqe: Cqe) -> None:

@@ -12,7 +12,6 @@ from cannrt.abi import (
     EVENT_SQE,
     SDMA_SQE,
     WR_CQE,
-    ParamValue,
     SqeType,
 )
 from cannrt.driver.hal import Resource
@@ -85,10 +84,6 @@ class Stream:
         if self.destroyed:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self.context.check_sticky()
-
-    def launch(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None = None) -> int:
-        """Launch a kernel (aclrtLaunchKernel; see Launcher.launch): returns the task position."""
-        return self.launcher.launch(name, block_dim, args, op_name)
 
     def _submit(self, pack: Callable[[int], bytes], host_ns: int) -> int:
         """Send one non-kernel SQE built by pack(position)."""
