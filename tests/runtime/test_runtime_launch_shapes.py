@@ -10,40 +10,19 @@ error or a change of dumping is seen by the next launch of a kept shape as by a 
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pytest
+from launch_helpers import kernel_records, small_ring
 
 import cannrt
-from cannrt import Device, ErrorCode, Kernel, Work, register_kernel
-from cannrt.abi import CopyKind, SqeType, TensorArg
-from cannrt.config import ChipSpec
+from cannrt import Device, Kernel, Work, register_kernel
+from cannrt.abi import CopyKind, TensorArg
 from cannrt.dtypes import acl_code
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 from cannrt.runtime import memory_ops as mo
 from cannrt.runtime.core import Runtime, tensor_arg
-
-SQ_DEPTH = 8  # a small ring: the argument area has this many slots
-MIB = 1 << 20
-FAULT = ErrorCode.RT_VECTOR_CORE_EXCEPTION  # relu reading past its buffer, on the vector cores
-
-
-def _small_ring(make_runtime: Callable[..., Runtime]) -> Runtime:
-    return make_runtime(chip=dataclasses.replace(ChipSpec(), sq_depth=SQ_DEPTH))
-
-
-def _kernel_records(prof: Any) -> list[Any]:
-    return [r for r in prof.records if r.sqe_type == SqeType.KERNEL]
-
-
-def _dumped_ops(files: Sequence[Path]) -> list[str]:
-    """Op names of dump files (CANN names: op_type.op_name.occurrence.task_id.stream_id.timestamp)."""
-    return sorted(f.name.split(".")[1] for f in files)
-
 
 # -- 1. argument slots are reused only once the device fetched their last launch ---------------
 
@@ -84,7 +63,7 @@ COUNT = 40  # up to 160 distinct shapes on 8 argument slots (and more than the 3
 def test_many_more_shapes_than_slots_launched_without_synchronising_all_compute_right_api(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    _small_ring(make_runtime)
+    small_ring(make_runtime)
     device = Device(0)
     stream = device.stream()
     accs, adds, muls = ([device.array(a) for a in arrays] for arrays in _operands(COUNT))
@@ -101,13 +80,13 @@ def test_many_more_shapes_than_slots_launched_without_synchronising_all_compute_
     for kernel, _, index in program:
         other = adds[index] if kernel == "add" else muls[index]
         sent.append((kernel, accs[index].tensor_arg(), other.tensor_arg(), accs[index].tensor_arg()))
-    assert [(r.name, *r.args) for r in _kernel_records(prof)] == sent
+    assert [(r.name, *r.args) for r in kernel_records(prof)] == sent
 
 
 def test_many_more_shapes_than_slots_launched_without_synchronising_all_compute_right_runtime(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    runtime = _small_ring(make_runtime)
+    runtime = small_ring(make_runtime)
     ctx = runtime.set_device(0)
     stream = ctx.create_stream()
 
@@ -131,7 +110,7 @@ def test_many_more_shapes_than_slots_launched_without_synchronising_all_compute_
 def test_two_streams_interleaving_many_shapes_each_keep_their_own_slots(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    _small_ring(make_runtime)
+    small_ring(make_runtime)
     device = Device(0)
     streams = [device.stream(), device.stream()]
     accs, adds, muls = ([device.array(a) for a in arrays] for arrays in _operands(COUNT))
@@ -157,7 +136,7 @@ def _check_scaled_add(specs: ArgSpecs) -> None:
 def test_shapes_differing_only_in_a_scalar_each_carry_their_own_parameter_block(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    _small_ring(make_runtime)
+    small_ring(make_runtime)
     register_kernel(
         Kernel("test_scaled_add", _scaled_add, lambda s: Work(), _check_scaled_add, outputs=(0,)), replace=True
     )
@@ -305,7 +284,7 @@ def test_int_float_and_bool_scalars_are_launched_with_their_own_parameter_blocks
             stream.launch("test_see", out, value)
         stream.synchronize()
     # the arguments the device decoded from each task's parameter block (True travels as the int 1)
-    assert [(type(r.args[1]), r.args[1]) for r in _kernel_records(prof)] == SEEN_ON_DEVICE
+    assert [(type(r.args[1]), r.args[1]) for r in kernel_records(prof)] == SEEN_ON_DEVICE
 
 
 def test_int_float_and_bool_scalars_reach_the_kernel_as_launched(rt: Runtime, _see_kernel: None) -> None:

@@ -8,40 +8,20 @@ and 1) are not taken for each other.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from launch_helpers import FAULT, MIB, SQ_DEPTH, dumped_ops, kernel_records, small_ring
 
 import cannrt
 from cannrt import CannError, Device, DeviceArray, ErrorCode, Kernel, Work, register_kernel
-from cannrt.abi import CopyKind, SqeType
-from cannrt.config import ChipSpec
+from cannrt.abi import CopyKind
 from cannrt.dtypes import acl_code
 from cannrt.kernels.registry import require_tensors
 from cannrt.runtime import memory_ops as mo
 from cannrt.runtime.core import Runtime, tensor_arg
-
-SQ_DEPTH = 8  # a small ring: the argument area has this many slots
-MIB = 1 << 20
-FAULT = ErrorCode.RT_VECTOR_CORE_EXCEPTION  # relu reading past its buffer, on the vector cores
-
-
-def _small_ring(make_runtime: Callable[..., Runtime]) -> Runtime:
-    return make_runtime(chip=dataclasses.replace(ChipSpec(), sq_depth=SQ_DEPTH))
-
-
-def _kernel_records(prof: Any) -> list[Any]:
-    return [r for r in prof.records if r.sqe_type == SqeType.KERNEL]
-
-
-def _dumped_ops(files: Sequence[Path]) -> list[str]:
-    """Op names of dump files (CANN names: op_type.op_name.occurrence.task_id.stream_id.timestamp)."""
-    return sorted(f.name.split(".")[1] for f in files)
-
 
 # -- 4. views of device memory follow remapping ------------------------------------------------
 
@@ -91,26 +71,37 @@ class Remapped:
         mo.map_memory(self.ctx, self.va, 2 * MIB, 0, self.b)
 
 
-def test_a_kept_shape_reads_the_memory_now_mapped_at_its_address(rt: Runtime) -> None:
+@pytest.fixture
+def remapped(rt: Runtime) -> tuple[Device, cannrt.Stream, Remapped]:
+    """A device, a stream on it and a Remapped VA."""
     device = Device(0)
-    stream = device.stream()
-    mem = Remapped(device)
+    return device, device.stream(), Remapped(device)
+
+
+def _kept_relu(stream: cannrt.Stream, x: DeviceArray, y: DeviceArray) -> None:
+    """relu(x) -> y launched twice: its shape kept, its views cached on the device."""
+    stream.launch("relu", x, y)
+    stream.launch("relu", x, y)
+
+
+def test_a_kept_shape_reads_the_memory_now_mapped_at_its_address(
+    remapped: tuple[Device, cannrt.Stream, Remapped],
+) -> None:
+    device, stream, mem = remapped
     out = device.empty(Remapped.N, np.float32)
-    stream.launch("relu", mem.view, out)
-    stream.launch("relu", mem.view, out)  # kept shape, views cached on the device
+    _kept_relu(stream, mem.view, out)
     assert np.array_equal(out.to_numpy(stream), np.maximum(mem.data_a, 0))
     mem.swap()  # same address, other physical pages
     stream.launch("relu", mem.view, out)
     assert np.array_equal(out.to_numpy(stream), np.maximum(mem.data_b, 0))
 
 
-def test_a_kept_shape_writes_into_the_memory_now_mapped_at_its_address(rt: Runtime) -> None:
-    device = Device(0)
-    stream = device.stream()
-    mem = Remapped(device)
+def test_a_kept_shape_writes_into_the_memory_now_mapped_at_its_address(
+    remapped: tuple[Device, cannrt.Stream, Remapped],
+) -> None:
+    device, stream, mem = remapped
     x = device.array(np.linspace(-2, 2, Remapped.N, dtype=np.float32))
-    stream.launch("relu", x, mem.view)
-    stream.launch("relu", x, mem.view)
+    _kept_relu(stream, x, mem.view)
     stream.synchronize()
     first = np.maximum(np.linspace(-2, 2, Remapped.N, dtype=np.float32), 0)
     assert np.array_equal(mem.read(mem.va), first)
@@ -145,13 +136,12 @@ def test_a_kept_shape_reads_the_remapped_memory_through_the_runtime(rt: Runtime)
     assert np.array_equal(mem.read(out), 2 * mem.data_b)
 
 
-def test_a_kept_shape_over_an_unmapped_address_faults_instead_of_reading_stale_pages(rt: Runtime) -> None:
-    device = Device(0)
-    stream = device.stream()
-    mem = Remapped(device)
+def test_a_kept_shape_over_an_unmapped_address_faults_instead_of_reading_stale_pages(
+    remapped: tuple[Device, cannrt.Stream, Remapped],
+) -> None:
+    device, stream, mem = remapped
     out = device.empty(Remapped.N, np.float32)
-    stream.launch("relu", mem.view, out)
-    stream.launch("relu", mem.view, out)
+    _kept_relu(stream, mem.view, out)
     stream.synchronize()
     mo.unmap_memory(mem.ctx, mem.va)
     stream.launch("relu", mem.view, out)
@@ -181,7 +171,7 @@ def test_a_freed_array_is_refused_even_in_a_kept_shape_and_nothing_is_enqueued(r
     assert info.value.code == ErrorCode.RT_PARAM_INVALID
     assert "was freed" in str(info.value)
     assert stream._rt.tail == tail
-    assert _kernel_records(prof) == []
+    assert kernel_records(prof) == []
 
 
 def test_a_freed_array_is_refused_while_a_live_one_reuses_its_memory(rt: Runtime) -> None:
@@ -265,12 +255,12 @@ def test_launches_after_a_dump_ended_are_not_dumped_by_a_later_dump_of_other_ops
         stream.launch("relu", x, y)
         stream.launch("relu", x, z)  # a shape first kept while dumping
         stream.launch("relu", x, z)
-    assert _dumped_ops(first.files) == ["relu"] * 3
+    assert dumped_ops(first.files) == ["relu"] * 3
     with cannrt.dump(tmp_path / "second", ops={"marker"}) as second:
         stream.launch("relu", x, y)  # relu is not on this dump's list
         stream.launch("relu", x, z)
         stream.launch("relu", x, y, name="marker")
-    assert _dumped_ops(second.files) == ["marker"]
+    assert dumped_ops(second.files) == ["marker"]
     stream.launch("relu", x, z)
     stream.synchronize()
     assert np.array_equal(z.to_numpy(), np.maximum(np.linspace(-1, 1, 8, dtype=np.float32), 0))
@@ -304,7 +294,7 @@ def test_a_launch_named_for_a_filtered_dump_is_dumped_after_an_unnamed_launch_of
     with cannrt.dump(tmp_path, ops={"fc1"}) as result:
         stream.launch("relu", x, y)  # not on the list
         stream.launch("relu", x, y, name="fc1")
-    assert _dumped_ops(result.files) == ["fc1"]
+    assert dumped_ops(result.files) == ["fc1"]
 
 
 def test_a_launch_named_for_a_filtered_dump_is_dumped_after_unnamed_launches_kept_before_it(
@@ -319,7 +309,7 @@ def test_a_launch_named_for_a_filtered_dump_is_dumped_after_unnamed_launches_kep
         stream.launch("relu", x, y)
         stream.launch("relu", x, y, name="fc1")
         stream.launch("relu", x, y)
-    assert _dumped_ops(result.files) == ["fc1"]
+    assert dumped_ops(result.files) == ["fc1"]
 
 
 # -- 8. what a review of the launch path found ---------------------------------------------------
@@ -328,7 +318,7 @@ def test_a_sender_of_a_dropped_shape_hands_its_launch_back_to_the_checks(
 ) -> None:
     """A caller may hold a shape's sender while other launches evict the shape and give its
     argument slot to another shape: that sender must not send an SQE pointing at the slot."""
-    _small_ring(make_runtime)
+    small_ring(make_runtime)
     device = Device(0)
     stream = device.stream()
     x, y = device.array(np.full(4, 2.0, np.float32)), device.array(np.full(4, 3.0, np.float32))
