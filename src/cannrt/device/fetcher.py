@@ -11,8 +11,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-import numpy as np
-
 from cannrt.abi import (
     TASK_ID_AT,
     DescriptorError,
@@ -26,7 +24,7 @@ from cannrt.abi import (
 )
 from cannrt.device.code import KernelCode
 from cannrt.device.fabric import Fabric
-from cannrt.device.memory import AddressSpace, DeviceFault
+from cannrt.device.memory import DeviceFault
 from cannrt.device.queues import SubmissionQueue
 from cannrt.device.reports import Reports
 from cannrt.device.sync import DeviceHang, DeviceSync
@@ -62,8 +60,6 @@ class Fetcher:
         # SQE bytes less the task id -> (decoded SQE, kernel); parameter block -> arguments
         self._decoded: dict[bytes, tuple[Sqe, Kernel | None]] = {}
         self._params: dict[bytes, tuple[ParamValue, ...]] = {}
-        # (asid, param address, size) -> (space, its generation then, view of the block)
-        self._param_views: dict[tuple[int, int, int], tuple[AddressSpace, int, np.ndarray]] = {}
 
     # -- the SQ table ------------------------------------------------------------------------
     def add(self, sq: SubmissionQueue) -> None:
@@ -161,26 +157,11 @@ class Fetcher:
             known = self._decoded[key] = (decoded, kernel)
         return known
 
-    def _param_view(self, space: AddressSpace, address: int, size: int) -> np.ndarray:
-        """A new view of a parameter block, kept while the address space's mappings are unchanged."""
-        generation = space.generation
-        view = space.view(address, size, "read")
-        if len(self._param_views) >= CACHE_LIMIT:
-            self._param_views.clear()
-        self._param_views[(space.asid, address, size)] = (space, generation, view)
-        return view
-
     def _prefetch_params(self, task: Task, sqe: KernelSqe) -> None:
-        """Read the parameter block from device memory (the SQE's prefetch, through a view kept
-        while the mappings are unchanged) and decode it (once per distinct block)."""
+        """Read the parameter block from device memory (the SQE's prefetch) and decode it (once
+        per distinct block)."""
         try:
-            asid = task.sq.asid
-            space = self._fabric.space(asid)
-            cached = self._param_views.get((asid, sqe.param, sqe.param_size))
-            if cached is not None and cached[0] is space and cached[1] == space.generation:
-                block = cached[2].tobytes()
-            else:
-                block = self._param_view(space, sqe.param, sqe.param_size).tobytes()
+            block = self._fabric.space(task.sq.asid).view(sqe.param, sqe.param_size, "read").tobytes()
             args = self._params.get(block)
             if args is None:
                 args = tuple(unpack_params(block))

@@ -18,6 +18,7 @@ HUGE_PAGE = 2 << 20
 _MAP_NORESERVE = 0x4000  # Linux: do not reserve swap for the mapping (lazy backing)
 VA_SPACE_SHIFT = 38  # each address space owns a 256 GiB window of the 48-bit device VA
 VA_SPACE_BASE = 64  # window index of address space 0; keeps low addresses invalid
+VIEWS_KEPT = 4096  # views an address space keeps per generation
 MAX_ADDRESS_SPACES = (1 << (48 - VA_SPACE_SHIFT)) - VA_SPACE_BASE
 
 
@@ -190,6 +191,8 @@ class AddressSpace:
     # device worker always reads a consistent table while the host maps and unmaps
     _table: tuple[list[int], list[Mapping]] = field(default_factory=lambda: ([], []))
     generation: int = 0  # moves on every change of the table or of a pool's blocks (views cache on it)
+    # view() results while the generation is unchanged: (generation, {(address, bytes, kind): view})
+    _views: tuple[int, dict[tuple[int, int, str], np.ndarray]] = field(default_factory=lambda: (0, {}))
 
     @property
     def base(self) -> int:
@@ -280,10 +283,20 @@ class AddressSpace:
         return views
 
     def view(self, address: int, nbytes: int, kind: str) -> np.ndarray:
-        """One contiguous uint8 view; DeviceFault when unmapped or split over mappings."""
+        """One contiguous uint8 view, kept while the mappings are unchanged; DeviceFault when
+        unmapped or split over mappings."""
+        generation, kept = self._views
+        if generation != self.generation:
+            generation, kept = self._views = (self.generation, {})
+        key = (address, nbytes, kind)
+        found = kept.get(key)
+        if found is not None:
+            return found
         parts = self.segments(address, nbytes, kind)
         if len(parts) != 1:
             raise DeviceFault(kind, address, nbytes, self.nearest(address), self.asid)
+        if len(kept) < VIEWS_KEPT:
+            kept[key] = parts[0]
         return parts[0]
 
     def contiguous_end(self, address: int) -> int:
