@@ -80,19 +80,21 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "cannrt.device": (*BASE, "cannrt.kernels"),  # device/code.py loads the kernel binaries
     "cannrt.driver": (*BASE, "cannrt.device"),
     "cannrt.memory": BASE,
+    "cannrt.om": BASE,  # the offline-model format: the graph engine writes it, the runtime loads it
     "cannrt.tools": (*BASE, "cannrt.kernels"),  # tools/reference.py runs the kernels' numpy code as the bench
     "cannrt.runtime": (
         *BASE,
         "cannrt.kernels",
         "cannrt.driver",
         "cannrt.memory",
+        "cannrt.om",  # model load/execute reads the offline model
         # The one named exception to "the runtime imports no tools": runtime/context.py formats the
         # CANN error report of a device fault with this pure function of the abi ExceptionRecord.
         "cannrt.tools.exception_report",
     ),
-    "cannrt.api": HOST_STACK,
-    "cannrt.acl": (*HOST_STACK, "cannrt.api.dump", "cannrt.api.profile"),  # the dump and profiling sessions
-    "cannrt.cli": (*HOST_STACK, "cannrt.api", "cannrt.acl"),
+    "cannrt.api": (*HOST_STACK, "cannrt.om"),
+    "cannrt.acl": (*HOST_STACK, "cannrt.om", "cannrt.api.dump", "cannrt.api.profile"),  # dump and profile sessions
+    "cannrt.cli": (*HOST_STACK, "cannrt.om", "cannrt.api", "cannrt.acl"),
     "cannrt": (*BASE, "cannrt.kernels", "cannrt.runtime", "cannrt.memory", "cannrt.api"),  # __init__.py
     "cannrt.__main__": ("cannrt.cli",),
 }
