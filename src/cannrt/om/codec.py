@@ -178,6 +178,7 @@ def decode_gear(obj: Any, tasks: tuple[Task, ...]) -> Gear:
         tasks,
         tuple(plan),
         as_int(obj["work_size"], "gear work size"),
+        *(as_int(n, "gear feature-map bytes") for n in feature_maps),
     )
 
 
