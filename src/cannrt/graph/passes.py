@@ -23,8 +23,9 @@ def remove_identities(graph: Graph) -> int:
     IdentityRemovePass / DropOutPass). Kept (lowered as a copy) only where an output would
     otherwise be a graph input or another output."""
     removed = 0
-    for node in list(graph.nodes):
-        if node.op_type not in PASSTHROUGH or not node.inputs or not _is_passthrough(graph, node):
+    for name in [n.name for n in graph.nodes if n.op_type in PASSTHROUGH]:
+        node = next(n for n in graph.nodes if n.name == name)  # renames replace the node objects
+        if not node.inputs or not _is_passthrough(graph, node):
             continue
         source, target = node.inputs[0], node.outputs[0]
         if target not in graph.outputs:
