@@ -37,7 +37,7 @@ def test_a_custom_domain_op_is_unsupported():
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)]
     )
-    with pytest.raises(UnsupportedOpError, match="com.microsoft.FusedConv"):
+    with pytest.raises(UnsupportedOpError, match=r"com\.microsoft\.FusedConv"):
         compile_model(model)
 
 
