@@ -175,7 +175,9 @@ def _configure_log(level: str) -> None:
         handler.setFormatter(logging.Formatter("[%(levelname)s] GE: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(LOG_LEVELS[level.lower()])
-    elif level.lower() != "null":
+    elif level.lower() == "null":
+        logger.setLevel(logging.CRITICAL + 1)
+    else:
         raise typer.BadParameter(f"--log {level!r}: expected debug, info, warning, error or null")
 
 
