@@ -29,16 +29,14 @@ def remove_identities(graph: Graph) -> int:
             continue
         source, target = node.inputs[0], node.outputs[0]
         if target not in graph.outputs:
-            graph.nodes.remove(node)
+            graph.remove(node)
             graph.rename(target, source)
-        elif source in graph.producers() and source not in graph.outputs:
+        elif (producer := graph.producer_of(source)) is not None and source not in graph.outputs:
             # the producer writes the graph output directly; its other readers follow the new name
-            graph.nodes.remove(node)
+            graph.remove(node)
             graph.rename(source, target)
-            index = graph.producers()[source]
-            producer = graph.nodes[index]
             outputs = tuple(target if o == source else o for o in producer.outputs)
-            graph.nodes[index] = replace(producer, outputs=outputs)
+            graph.nodes[graph.index(producer)] = replace(producer, outputs=outputs)
         else:
             continue
         removed += 1
@@ -49,10 +47,8 @@ def remove_identities(graph: Graph) -> int:
 def _is_passthrough(graph: Graph, node: Node) -> bool:
     if node.op_type == "Identity":
         return True
-    readers = graph.consumers()
-    mask_used = (
-        len(node.outputs) > 1 and node.outputs[1] and (node.outputs[1] in readers or node.outputs[1] in graph.outputs)
-    )
+    mask = node.outputs[1] if len(node.outputs) > 1 else ""
+    mask_used = bool(mask) and (bool(graph.readers_of(mask)) or mask in graph.outputs)
     training = len(node.inputs) > 2 and node.inputs[2]
     if training:
         flag = graph.constants.get(node.inputs[2])
@@ -63,10 +59,10 @@ def _is_passthrough(graph: Graph, node: Node) -> bool:
 
 def _single_reader(graph: Graph, name: str) -> Node | None:
     """The one node reading name, if exactly one does and name is not a graph output."""
-    readers = graph.consumers().get(name, [])
+    readers = graph.readers_of(name)
     if len(readers) != 1 or name in graph.outputs:
         return None
-    return graph.nodes[readers[0]]
+    return readers[0]
 
 
 def _conv_params(graph: Graph, conv: Node) -> tuple[np.ndarray, np.ndarray] | None:
@@ -93,7 +89,7 @@ def _set_conv(graph: Graph, conv: Node, weight: np.ndarray, bias: np.ndarray, ou
     for name, array in ((w_name, weight), (b_name, bias)):
         graph.constants[name] = array
         graph.values[name] = constant_value(name, array)
-    index = graph.nodes.index(conv)
+    index = graph.index(conv)
     graph.nodes[index] = replace(conv, inputs=(conv.inputs[0], w_name, b_name), outputs=(output,))
 
 
@@ -118,7 +114,7 @@ def fold_batchnorm(graph: Graph) -> int:
         scale = gamma / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
         new_w = (weight.astype(np.float64) * scale.reshape(-1, *[1] * (weight.ndim - 1))).astype(weight.dtype)
         new_b = ((bias.astype(np.float64) - mean) * scale + beta).astype(weight.dtype)
-        graph.nodes.remove(bn)
+        graph.remove(bn)
         _set_conv(graph, conv, new_w, new_b, bn.outputs[0], "bn")
         folded += 1
     graph.prune()
@@ -183,7 +179,7 @@ def _fold_into(graph: Graph, producer: Node, node: Node, vector: np.ndarray) -> 
         if mul:
             w = w * vector.reshape(-1, *[1] * (weight.ndim - 1))
         b = bias.astype(np.float64) * vector if mul else bias.astype(np.float64) + vector
-        graph.nodes.remove(node)
+        graph.remove(node)
         _set_conv(
             graph, producer, w.astype(weight.dtype), b.astype(weight.dtype), node.outputs[0], node.op_type.lower()
         )
@@ -204,8 +200,8 @@ def _fold_into(graph: Graph, producer: Node, node: Node, vector: np.ndarray) -> 
             graph.constants[name] = array
             graph.values[name] = constant_value(name, array)
         inputs = (producer.inputs[0], g_name, b_name, *producer.inputs[3:])
-        graph.nodes.remove(node)
-        index = graph.nodes.index(producer)
+        graph.remove(node)
+        index = graph.index(producer)
         graph.nodes[index] = replace(producer, inputs=inputs, outputs=(node.outputs[0], *producer.outputs[1:]))
         return True
     return False
@@ -225,8 +221,8 @@ def fuse_activations(graph: Graph) -> int:
         attrs = _activation_attrs(graph, act)
         if attrs is None:
             continue
-        graph.nodes.remove(act)
-        index = graph.nodes.index(node)
+        graph.remove(act)
+        index = graph.index(node)
         graph.nodes[index] = replace(
             node, outputs=(act.outputs[0],), attrs={**node.attrs, "activation": (act.op_type, attrs)}
         )
@@ -250,8 +246,7 @@ def _activation_attrs(graph: Graph, act: Node) -> dict[str, Any] | None:
 
 
 def _producer(graph: Graph, name: str) -> Node | None:
-    index = graph.producers().get(name)
-    return None if index is None else graph.nodes[index]
+    return graph.producer_of(name)
 
 
 def run_passes(graph: Graph) -> dict[str, int]:
