@@ -184,7 +184,11 @@ def _fold_into(graph: Graph, producer: Node, node: Node, vector: np.ndarray) -> 
             graph, producer, w.astype(weight.dtype), b.astype(weight.dtype), node.outputs[0], node.op_type.lower()
         )
         return True
-    if producer.op_type == "BatchNormalization" and not any(o for o in producer.outputs[1:]):
+    if (
+        producer.op_type == "BatchNormalization"
+        and not any(producer.outputs[1:])
+        and "activation" not in producer.attrs
+    ):
         names = producer.inputs[1:3]
         if any(name not in graph.constants for name in names) or producer.attrs.get("spatial", 1) != 1:
             return False
