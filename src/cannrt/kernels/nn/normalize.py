@@ -131,6 +131,16 @@ def _axes(mask: int, rank: int) -> tuple[int, ...]:
     return tuple(a for a in range(rank) if mask >> a & 1)
 
 
+def _empty_extreme(dtype: np.dtype, maximum: bool, floating: bool) -> float | int | bool:
+    """The identity of max / min over an empty set: the dtype's lowest / highest value."""
+    if floating:
+        return -np.inf if maximum else np.inf
+    if dtype == np.bool_:
+        return not maximum
+    info = np.iinfo(dtype)
+    return int(info.min if maximum else info.max)
+
+
 def _reduce(x: np.ndarray, y: np.ndarray, kind: int, mask: int) -> None:
     axes = _axes(mask, x.ndim)
     name = REDUCE_KINDS[kind]
@@ -139,10 +149,7 @@ def _reduce(x: np.ndarray, y: np.ndarray, kind: int, mask: int) -> None:
     with np.errstate(all="ignore"):
         if name in ("mean", "sum", "prod", "max", "min"):
             if name in ("max", "min") and x.size == 0:
-                fill = -np.inf if name == "max" else np.inf
-                result = np.full(
-                    y.shape, fill if floating else (np.iinfo(x.dtype).min if name == "max" else np.iinfo(x.dtype).max)
-                )
+                result = np.full(y.shape, _empty_extreme(x.dtype, name == "max", floating))
             else:
                 result = getattr(np, name if name not in ("max", "min") else "a" + name)(v, axis=axes, keepdims=True)
         elif name == "l1":
