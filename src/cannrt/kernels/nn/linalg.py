@@ -14,7 +14,6 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.builtins import TILE_M, TILE_N
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -22,6 +21,7 @@ from cannrt.kernels.nn.common import (
     check_scalars,
     compute_dtype,
     cube_rate,
+    cube_tiles,
     register,
     store,
 )
@@ -31,10 +31,11 @@ from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 def product_work(a: TensorArg, b: TensorArg, y: TensorArg, m: int, k: int, n: int, extra: float) -> Work:
     """Work of batch x (m x k) @ (k x n): output tiles to blocks, each streams a K-panel of a and b."""
     batch = max(1, math.prod(y.shape) // max(1, m * n))
-    row_tiles = max(1, -(-m // TILE_M))
-    col_tiles = max(1, -(-n // TILE_N))
+    tile_m, tile_n = cube_tiles(m * batch, n)
+    row_tiles = max(1, -(-m // tile_m))
+    col_tiles = max(1, -(-n // tile_n))
     item = numpy_dtype(a.dtype).itemsize
-    panels = batch * row_tiles * col_tiles * (TILE_M + TILE_N) * k * item
+    panels = batch * row_tiles * col_tiles * (tile_m + tile_n) * k * item
     unique = tensor_nbytes(a) + tensor_nbytes(b)
     return Work(
         cube_flops=2.0 * batch * m * n * k,
