@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from cannrt.graph.lowering.context import Lowering, rule
+from cannrt.graph.lowering.context import FUSABLE, Lowering, rule
+from cannrt.graph.lowering.cube import ACTIVATIONS, activation
 
 UNARY = {
     "Relu": "relu",
@@ -79,9 +80,18 @@ def clip(low: Lowering) -> None:
     low.emit("clip", [low.input(0), low.output()], [lo, hi])
 
 
+FUSABLE["Add"] = ACTIVATIONS
+
+
 @rule(*BINARY)
 def binary(low: Lowering) -> None:
-    low.emit(BINARY[low.node.op_type], [low.input(0), low.input(1), low.output()])
+    tensors = [low.input(0), low.input(1), low.output()]
+    if low.attr("activation") is not None:
+        if low.node.op_type != "Add":
+            raise low.fail("only Add fuses an activation")
+        low.emit("add_act", tensors, list(activation(low)))
+        return
+    low.emit(BINARY[low.node.op_type], tensors)
 
 
 @rule("Mod")
