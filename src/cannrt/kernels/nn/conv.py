@@ -17,6 +17,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.nn.blas import kernel_blas
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -154,7 +155,7 @@ def _depthwise(
     return result.reshape(n, group * mg, *out)
 
 
-def _conv(*args: object, bias: bool) -> None:
+def _conv_body(*args: object, bias: bool) -> None:
     count = 4 if bias else 3
     x, w = args[0], args[1]
     y = args[count - 1]
@@ -172,6 +173,11 @@ def _conv(*args: object, bias: bool) -> None:
     activate(result, act, alpha, beta)
     if result is not y:
         store(y, result)
+
+
+def _conv(*args: object, bias: bool) -> None:
+    with kernel_blas():
+        _conv_body(*args, bias=bias)
 
 
 CONV = register(

@@ -14,6 +14,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.nn.blas import kernel_blas
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -74,7 +75,7 @@ def _gemm_work(specs: ArgSpecs, bias: bool) -> Work:
     return product_work(a, b, y, m, k, n, extra)
 
 
-def _gemm(*args: object, bias: bool) -> None:
+def _gemm_body(*args: object, bias: bool) -> None:
     count = 4 if bias else 3
     a, b, y = args[0], args[1], args[count - 1]
     assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(y, np.ndarray)
@@ -120,13 +121,23 @@ def _matmul_work(specs: ArgSpecs) -> Work:
     return product_work(a, b, y, m, k, n, ACTIVATION_VECTOR_OPS if specs[3] else 0.0)
 
 
-def _matmul(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
+def _matmul_body(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
     if a.dtype.kind in "iub":  # integer products accumulate in int64 and wrap like the output
         np.copyto(y, np.matmul(a.astype(np.int64), b.astype(np.int64)), casting="unsafe")
         return
     dtype = compute_dtype(a)
     result = np.matmul(a.astype(dtype, copy=False), b.astype(dtype, copy=False))
     store(y, activate(np.asarray(result), act, alpha, beta))
+
+
+def _gemm(*args: object, bias: bool) -> None:
+    with kernel_blas():
+        _gemm_body(*args, bias=bias)
+
+
+def _matmul(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
+    with kernel_blas():
+        _matmul_body(a, b, y, act, alpha, beta)
 
 
 def _check_gemm(specs: ArgSpecs, bias: bool) -> None:
