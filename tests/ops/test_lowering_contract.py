@@ -122,3 +122,11 @@ def test_add_and_batchnorm_fuse_a_following_activation(
     np.testing.assert_allclose(relu, np.maximum(plain, 0), rtol=1e-5, atol=1e-6)
     (leaky,) = on_device(op_type, inputs, [plain], activation=("LeakyRelu", {"alpha": 0.1}))
     np.testing.assert_allclose(leaky, np.where(plain < 0, 0.1 * plain, plain), rtol=1e-5, atol=1e-6)
+
+
+def test_an_activation_attached_to_an_integer_add_runs_as_a_second_launch(rt: Runtime) -> None:
+    a = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
+    b = np.full((4,), 2, dtype=np.int32)
+    (plain,) = reference("Add", {"a": a, "b": b})
+    (got,) = on_device("Add", {"a": a, "b": b}, [plain], activation=("Relu", {}))
+    assert got.dtype == np.int32 and np.array_equal(got, np.maximum(a + b, 0))
