@@ -130,3 +130,15 @@ def test_an_activation_attached_to_an_integer_add_runs_as_a_second_launch(rt: Ru
     (plain,) = reference("Add", {"a": a, "b": b})
     (got,) = on_device("Add", {"a": a, "b": b}, [plain], activation=("Relu", {}))
     assert got.dtype == np.int32 and np.array_equal(got, np.maximum(a + b, 0))
+
+
+def test_clip_bounds_known_only_at_run_time_become_max_and_min_launches(rt: Runtime) -> None:
+    inputs = {"x": _rand(4, 5, seed=21), "lo": np.array(-0.5, np.float32), "hi": np.array(0.25, np.float32)}
+    (expected,) = reference("Clip", inputs)
+    values = {k: Value(k, v.shape, v.dtype) for k, v in inputs.items()} | {"y": Value("y", (4, 5), F32)}
+    steps = lower(Node("c", "Clip", ("x", "lo", "hi"), ("y",)), values, {}, 24).steps
+    assert [s.kernel for s in steps] == ["nn.max", "nn.min"]
+    (got,) = on_device("Clip", inputs, [expected])
+    np.testing.assert_array_equal(got, expected)
+    (folded,) = on_device("Clip", inputs, [expected], constants=("lo",))
+    np.testing.assert_array_equal(folded, expected)
