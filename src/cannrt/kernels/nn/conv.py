@@ -17,7 +17,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.nn.blas import kernel_blas
+from cannrt.kernels.nn.blas import limit_blas_threads
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -176,8 +176,8 @@ def _conv_body(*args: object, bias: bool) -> None:
 
 
 def _conv(*args: object, bias: bool) -> None:
-    with kernel_blas():
-        _conv_body(*args, bias=bias)
+    limit_blas_threads()
+    _conv_body(*args, bias=bias)
 
 
 CONV = register(
