@@ -179,3 +179,9 @@ def report_thread(rt: Runtime) -> Iterator[ReportThread]:
 
 
 __all__ = ["Npu", "ReportThread", "settings_for_tests"]
+
+
+@pytest.fixture(autouse=True)
+def _exception_dumps_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exception dumps (written on every fault, as CANN does) go to a temporary folder."""
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path_factory.mktemp("ascend_work")))

@@ -206,6 +206,28 @@ class Npu:
         self.reports.dump_mode = int(mode)
         self.reports.exception_dump = exception
 
+    def set_execute_limit(self, limit_ns: int, now_ns: int) -> None:
+        """Kernels dispatched after host time now_ns fail past limit_ns of modelled run time."""
+        self.catch_up(now_ns)
+        with self.sync.lock:
+            self.reports.execute_limit_ns = limit_ns
+
+    def configure_overflow(self, check: bool, dump: bool) -> None:
+        """Overflow detection (a float exception fails its kernel) and the overflow dump."""
+        self.reports.overflow_check = check
+        self.reports.overflow_dump = dump
+
+    def set_saturation(self, on: bool) -> None:
+        """Saturation mode (aclrtSetDeviceSatMode): inf -> largest finite value, nan -> 0."""
+        self.reports.saturation = on
+
+    def overflow_status(self, reset: bool) -> bytes:
+        """The overflow status register (64 bytes); reset clears it afterwards."""
+        status = self.reports.read_overflow_status()
+        if reset:
+            self.reports.overflow_status = 0
+        return status
+
     def take_dumps(self, now_ns: int) -> list[DumpRecord]:
         """Dump records of tasks completed by host time now_ns (taken once)."""
         self.catch_up(now_ns)

@@ -238,9 +238,13 @@ class Timeline:
             self._park_for_resources(sq, heap[0][0])
             return
         start = now + self._dispatch_ns
+        first_core = heap[0][1]
         end = self._place_blocks(task, sqe, heap, start)
-        if task.fault is not None:
-            task.fault.core_id = task.cores[0]
+        limit = self._reports.execute_limit_ns  # aclrtSetOpExecuteTimeOut, judged in modelled time
+        if limit and end - start > limit and not task.status:
+            end = self._reports.timed_out(task, heap, start, first_core)
+        elif task.fault is not None:
+            self._reports.place_fault(task, heap)  # the core the faulting block ran on
         floor = start + self._kernel_floor_ns
         self._start(sq, task, end if end > floor else floor)
 

@@ -1,14 +1,17 @@
 """Dump files: a kernel's inputs and outputs written from device dump records, and read back.
 
 Names follow CANN: `{dump_path}/{device}/{opType}.{opName}.{n}.{taskId}.{streamId}.{timestamp}`
-(timestamp: the op's modelled end in microseconds). Each file is a numpy .npz archive without
-a suffix: `meta` (JSON: op, tensors with role, dtype, format, shape, device address, stats) and one
-raw-byte array per dumped tensor (`input_0`, `output_2`, ...), so any dtype (bf16 too) round trips.
+(timestamp: the op's modelled end in microseconds; op types capitalised as CANN writes them,
+`Relu`, `MatMul`). Each file is a numpy .npz archive without a suffix: `meta` (JSON: op, tensors
+with role, dtype, format, shape, device address, stats) and one raw-byte array per dumped tensor
+(`input_0`, `output_2`, ...), so any dtype (bf16 too) round trips. Each device folder also gets
+a `dump.json` manifest (manifest.py) listing every op and tensor with the file that holds it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +21,34 @@ import numpy as np
 
 from cannrt.abi import DumpRecord, DumpTensor
 from cannrt.dtypes import numpy_dtype
+from cannrt.tools.manifest import Manifest
 
 UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
+# CANN's op types of the built-in kernels (aclnn / TBE names); others are capitalised
+OP_TYPES = {
+    "add": "Add", "mul": "Mul", "div": "RealDiv", "relu": "Relu", "gelu": "Gelu", "softmax": "SoftmaxV2",
+    "matmul": "MatMul", "cast": "Cast", "spin": "Spin", "nop": "Nop",
+}  # fmt: skip
+
+
+def op_type_of(kernel_name: str) -> str:
+    """The op type CANN writes for a kernel: `Relu` for relu, `MatMul` for matmul; names that
+    already carry capitals are kept; snake_case becomes CamelCase."""
+    known = OP_TYPES.get(kernel_name)
+    if known is not None:
+        return known
+    if kernel_name != kernel_name.lower():
+        return kernel_name
+    return "".join(part[:1].upper() + part[1:] for part in kernel_name.split("_") if part) or kernel_name
+
+
+def exception_dump_root() -> Path | None:
+    """Where exception dumps go outside a dump session: `$ASCEND_WORK_PATH/extra-info/data-dump`
+    (the current directory without ASCEND_WORK_PATH), as CANN writes them; None when
+    CANNRT_EXCEPTION_DUMP=0."""
+    if os.environ.get("CANNRT_EXCEPTION_DUMP", "1") == "0":
+        return None
+    return Path(os.environ.get("ASCEND_WORK_PATH") or ".") / "extra-info" / "data-dump"
 
 
 @dataclass
@@ -55,6 +84,7 @@ class DumpedOp:
     exception: bool
     tensors: list[DumpedTensor]
     scalars: list[tuple[int, int | float]] = field(default_factory=list)
+    kernel: str = ""  # the kernel binary's registered name (the op type is CANN's spelling)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -98,6 +128,7 @@ class DumpWriter:
         self.stats_only = stats_only
         self._occurrences: dict[str, int] = {}
         self.written: list[Path] = []
+        self.manifests: dict[Path, Manifest] = {}  # device folder -> its dump.json
 
     def write(self, record: DumpRecord, op_name: str) -> Path:
         """Write one record; returns the file's path."""
@@ -105,9 +136,8 @@ class DumpWriter:
         self._occurrences[op_name] = occurrence + 1
         folder = self.path / str(record.device_id)
         folder.mkdir(parents=True, exist_ok=True)
-        name = dump_file_name(
-            record.kernel_name, op_name, occurrence, record.task_id, record.stream_id, record.end_ns // 1000
-        )
+        op_type = op_type_of(record.kernel_name)
+        name = dump_file_name(op_type, op_name, occurrence, record.task_id, record.stream_id, record.end_ns // 1000)
         arrays: dict[str, np.ndarray] = {}
         tensors = []
         for tensor in record.tensors:
@@ -122,7 +152,7 @@ class DumpWriter:
                     arrays[f"{tensor.role}_{tensor.index}"] = np.frombuffer(tensor.data or b"", dtype=np.uint8)
             tensors.append(entry)
         meta = {
-            "op_type": record.kernel_name, "op_name": op_name, "occurrence": occurrence,
+            "op_type": op_type, "kernel": record.kernel_name, "op_name": op_name, "occurrence": occurrence,
             "task_id": record.task_id, "stream_id": record.stream_id, "timestamp_us": record.end_ns // 1000,
             "status": record.status, "exception": record.exception, "tensors": tensors,
             "scalars": [list(pair) for pair in record.scalars],
@@ -130,7 +160,15 @@ class DumpWriter:
         target = folder / name
         write_archive(target, meta, arrays)
         self.written.append(target)
+        manifest = self.manifests.get(folder)
+        if manifest is None:
+            manifest = self.manifests[folder] = Manifest(folder, self.stats_only)
+        manifest.add(name, meta)
         return target
+
+    def write_manifests(self) -> list[Path]:
+        """Write (or rewrite) the dump.json of every device folder written to."""
+        return [manifest.write() for manifest in self.manifests.values()]
 
 
 def write_archive(target: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -162,7 +200,7 @@ def load_dump(path: str | Path) -> DumpedOp:
     return DumpedOp(
         Path(path), meta["op_type"], meta["op_name"], meta["occurrence"], meta["task_id"], meta["stream_id"],
         meta["timestamp_us"], meta["status"], meta["exception"], tensors,
-        [(int(i), v) for i, v in meta.get("scalars", [])],
+        [(int(i), v) for i, v in meta.get("scalars", [])], meta.get("kernel", meta["op_type"]),
     )  # fmt: skip
 
 
