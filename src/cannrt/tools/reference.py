@@ -63,9 +63,9 @@ def write_reference_dump(npu_dir: str | Path, bench_dir: str | Path) -> list[Pat
                 "shape": list(array.shape), "address": 0, "readable": True, "stats": tensor_stats(array),
             })  # fmt: skip
         meta = {
-            "op_type": op.op_type, "kernel": op.kernel, "op_name": op.op_name, "occurrence": op.occurrence, "task_id": op.task_id,
-            "stream_id": op.stream_id, "timestamp_us": op.timestamp_us, "status": 0, "exception": False,
-            "tensors": tensors, "scalars": [list(pair) for pair in op.scalars],
+            "op_type": op.op_type, "kernel": op.kernel, "op_name": op.op_name, "occurrence": op.occurrence,
+            "task_id": op.task_id, "stream_id": op.stream_id, "timestamp_us": op.timestamp_us, "status": 0,
+            "exception": False, "tensors": tensors, "scalars": [list(pair) for pair in op.scalars],
         }  # fmt: skip
         target = Path(bench_dir) / op.path.relative_to(Path(npu_dir))
         target.parent.mkdir(parents=True, exist_ok=True)
