@@ -101,12 +101,13 @@ def tensor_stats(array: np.ndarray) -> dict[str, float]:
     values = array.astype(np.float64).ravel()
     if values.size == 0:
         return {"max": 0.0, "min": 0.0, "mean": 0.0, "l2norm": 0.0}
-    return {
-        "max": float(values.max()),
-        "min": float(values.min()),
-        "mean": float(values.mean()),
-        "l2norm": float(np.linalg.norm(values)),
-    }
+    with np.errstate(all="ignore"):  # inf and nan give inf and nan statistics
+        return {
+            "max": float(values.max()),
+            "min": float(values.min()),
+            "mean": float(values.mean()),
+            "l2norm": float(np.linalg.norm(values)),
+        }
 
 
 def _as_array(tensor: DumpTensor) -> np.ndarray | None:
