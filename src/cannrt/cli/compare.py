@@ -61,6 +61,6 @@ def run_compare(npu_dir: str, bench_dir: str | None, out: str | None) -> int:
     if produced is None:
         console.print("no op produced NaN/Inf")
     else:
-        console.print(f"[red]first op that produced NaN/Inf: {produced.op_name} ({produced.op_type}), task "
-                      f"{produced.task_id} on stream {produced.stream_id}, file {produced.path.name}[/red]")  # fmt: skip
+        where = f"task {produced.task_id} on stream {produced.stream_id}, file {produced.path.name}"
+        console.print(f"[red]first op that produced NaN/Inf: {produced.op_name} ({produced.op_type}), {where}[/red]")
     return 0 if all(r.reached for r in rows) else 1
