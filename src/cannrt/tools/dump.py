@@ -11,6 +11,7 @@ a `dump.json` manifest (manifest.py) listing every op and tensor with the file t
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -98,15 +99,18 @@ class DumpedOp:
 
 def tensor_stats(array: np.ndarray) -> dict[str, float]:
     """max, min, mean and L2 norm (in float64), as msprobe reports them."""
-    values = array.astype(np.float64).ravel()
+    values = array.ravel()
     if values.size == 0:
         return {"max": 0.0, "min": 0.0, "mean": 0.0, "l2norm": 0.0}
+    if values.dtype not in (np.float32, np.float64):  # fp16, bf16, integers: reduce in float64
+        values = values.astype(np.float64)
     with np.errstate(all="ignore"):  # inf and nan give inf and nan statistics
+        squares = float(np.einsum("i,i->", values, values, dtype=np.float64))  # no BLAS: its fp64 dot is slow here
         return {
             "max": float(values.max()),
             "min": float(values.min()),
-            "mean": float(values.mean()),
-            "l2norm": float(np.linalg.norm(values)),
+            "mean": float(np.mean(values, dtype=np.float64)),
+            "l2norm": math.sqrt(squares) if squares >= 0 else math.nan,
         }
 
 
