@@ -113,3 +113,27 @@ def test_acl_json_dump_debug_turns_overflow_detection_on(acl: ModuleType, tmp_pa
     acl.rt.synchronize_device()
     (dumped,) = load_dump_dir(tmp_path / "dump")
     assert dumped.op_type == "RealDiv" and dumped.status == 207016
+
+
+def test_an_event_wait_fails_at_the_op_wait_timeout_in_modelled_time(acl: ModuleType) -> None:
+    assert acl.rt.set_op_wait_timeout(1) == 0
+    stream, _ = acl.rt.create_stream()
+    other, _ = acl.rt.create_stream()
+    never, _ = acl.rt.create_event()  # never recorded: the wait blocks
+    assert acl.rt.stream_wait_event(stream, never) == 0
+    _launch(stream, "spin", 1000)  # after the failed wait the stream goes on (continue on error)
+    assert acl.rt.synchronize_stream(stream) == 107020  # ACL_ERROR_RT_TASK_TIMEOUT
+    runtime = STATE.runtime
+    assert runtime is not None and 1_000_000_000 <= runtime.host_time_ns < 1_100_000_000
+    (record,) = stream_of(stream).context.exception_records
+    assert record.error_bits == ("EVENT_WAIT_TIMEOUT",)
+    assert "not recorded 1 s after the wait began" in record.message
+    assert acl.rt.reset_device(0) == 0
+    assert acl.rt.set_device(0) == 0
+    stream, _ = acl.rt.create_stream()
+    other, _ = acl.rt.create_stream()
+    soon, _ = acl.rt.create_event()
+    assert acl.rt.stream_wait_event(stream, soon) == 0
+    _launch(other, "spin", 500_000_000)  # recorded after half a second: within the limit
+    assert acl.rt.record_event(soon, other) == 0
+    assert acl.rt.synchronize_stream(stream) == 0

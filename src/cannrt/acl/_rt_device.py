@@ -161,12 +161,14 @@ def get_context() -> int:
 # -- timeouts and errors ------------------------------------------------------------------------
 @api()
 def set_op_wait_timeout(timeout: int) -> None:
-    """Limit (seconds, 0 = none) on event waits inside operators (aclrtSetOpWaitTimeout)."""
+    """Limit (seconds, 0 = none) on event waits (aclrtSetOpWaitTimeout): a stream wait blocked
+    longer in modelled time fails with 107020 at the next synchronize."""
     value = as_int("timeout", timeout)
     if value < 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be >= 0 s, got {value}")
     runtime()
     STATE.op_wait_timeout_s = value
+    apply_to_open_devices()
 
 
 @api()

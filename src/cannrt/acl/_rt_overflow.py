@@ -27,7 +27,9 @@ SETTINGS = _Settings()
 def apply_device_settings(device_id: int) -> None:
     """Program a device with the execute limit, the saturation mode and the overflow switch."""
     rt = runtime()
-    rt.driver.op_timeout_configure(device_id, STATE.op_execute_timeout_s * 1_000_000_000, rt.host_time_ns)
+    second = 1_000_000_000
+    execute, wait = STATE.op_execute_timeout_s * second, STATE.op_wait_timeout_s * second
+    rt.driver.op_timeout_configure(device_id, execute, wait, rt.host_time_ns)
     session = STATE.dump
     overflow = bool(session is not None and session.overflow)
     rt.driver.overflow_configure(device_id, overflow, overflow)

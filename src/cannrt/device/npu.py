@@ -206,11 +206,13 @@ class Npu:
         self.reports.dump_mode = int(mode)
         self.reports.exception_dump = exception
 
-    def set_execute_limit(self, limit_ns: int, now_ns: int) -> None:
-        """Kernels dispatched after host time now_ns fail past limit_ns of modelled run time."""
+    def set_op_limits(self, execute_ns: int, wait_ns: int, now_ns: int) -> None:
+        """From host time now_ns on, kernels fail past execute_ns of modelled run time and event
+        waits past wait_ns blocked (0: no limit)."""
         self.catch_up(now_ns)
         with self.sync.lock:
-            self.reports.execute_limit_ns = limit_ns
+            self.reports.execute_limit_ns = execute_ns
+            self.reports.wait_limit_ns = wait_ns
 
     def configure_overflow(self, check: bool, dump: bool) -> None:
         """Overflow detection (a float exception fails its kernel) and the overflow dump."""

@@ -44,6 +44,7 @@ class Reports:
         self.dump_mode = 0  # DumpMode bits: tensors captured for kernels whose SQE carries the DUMP flag
         self.exception_dump = True  # keep a failing kernel's tensors (CANN's default lite exception dump)
         self.execute_limit_ns = 0  # aclrtSetOpExecuteTimeOut: a kernel running longer fails (0: no limit)
+        self.wait_limit_ns = 0  # aclrtSetOpWaitTimeout: an event wait blocked longer fails (0: no limit)
         self.overflow_check = False  # overflow detection: a kernel raising a float exception fails
         self.overflow_dump = False  # and its inputs and outputs are dumped ("overflow" dump mode)
         self.saturation = False  # aclrtSetDeviceSatMode SATURATION: inf -> largest finite, nan -> 0
@@ -62,7 +63,7 @@ class Reports:
         """Write a completion report into the task's CQ."""
         sqe = task.sqe
         sq = task.sq
-        error_type = task.fault.error_type if task.fault else 0
+        error_type = task.fault.error_type & 0xFF if task.fault else 0  # one byte in the CQE (OTHERS: 0xFF)
         flags = CQE_DISCARDED if task.discarded else 0
         self.cqs[sq.cq_id].post(
             sqe.stream_id, task.task_id, task.status, error_type, sqe.sqe_type, sq.sq_id,
@@ -159,6 +160,16 @@ class Reports:
         record = self.fault(task, int(code), ErrorType.AICORE, ("AIC_TASK_TIMEOUT",), message)
         record.core_id = first_core
         return at
+
+    def wait_timed_out(self, task: Task) -> None:
+        """An event wait blocked past the op wait timeout (aclrtSetOpWaitTimeout): the task
+        scheduler fails it with ACL_ERROR_RT_TASK_TIMEOUT."""
+        limit_s = self.wait_limit_ns / 1e9
+        event = getattr(task.sqe, "event_id", -1)
+        message = (
+            f"event wait timeout: event {event} not recorded {limit_s:g} s after the wait began (aclrtSetOpWaitTimeout)"
+        )
+        self.fault(task, int(ErrorCode.RT_TASK_TIMEOUT), ErrorType.OTHERS, ("EVENT_WAIT_TIMEOUT",), message)
 
     def read_overflow_status(self) -> bytes:
         """The 64 bytes aclrtGetOverflowStatus copies out: the flags in the first 8 (little-endian)."""

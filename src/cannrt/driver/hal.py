@@ -266,9 +266,10 @@ class Driver(MemoryCalls):
         mode = (DumpMode.INPUTS if inputs else DumpMode.NONE) | (DumpMode.OUTPUTS if outputs else DumpMode.NONE)
         self._npu(dev).configure_dump(mode, exception)
 
-    def op_timeout_configure(self, dev: int, execute_ns: int, now_ns: int) -> None:
-        """The kernel execute limit in modelled ns (0: none), from host time now_ns on."""
-        self._npu(dev).set_execute_limit(execute_ns, now_ns)
+    def op_timeout_configure(self, dev: int, execute_ns: int, wait_ns: int, now_ns: int) -> None:
+        """The kernel execute limit and the event wait limit in modelled ns (0: none), from host
+        time now_ns on."""
+        self._npu(dev).set_op_limits(execute_ns, wait_ns, now_ns)
 
     def overflow_configure(self, dev: int, check: bool, dump: bool) -> None:
         """Overflow detection (a float exception fails its kernel) and the overflow dump."""
