@@ -58,7 +58,10 @@ def test_a_division_by_zero_with_overflow_detection_fails_with_207016(npu: Npu, 
     output = dumped.tensors[2].array
     assert output is not None and np.isinf(output[5 * 4096 + 3])
     manifest = load_manifest(tmp_path / "0")
-    assert list(manifest["data"]) == ["RealDiv.div.0"]
+    assert list(manifest["data"]) == ["RealDiv.div.0.forward"]
+    (output_entry,) = manifest["data"]["RealDiv.div.0.forward"]["output"]
+    assert output_entry["data_name"] == "RealDiv.div.0.forward.output.2.npy"
+    assert (Path(manifest["dump_data_dir"]) / output_entry["data_name"]).is_file()
     check_after_fault(npu, ctx, AIVEC_OVER_FLOW)
 
 

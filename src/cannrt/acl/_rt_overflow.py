@@ -1,8 +1,9 @@
 """acl.rt overflow detection and execute limits: aclrtSetDeviceSatMode, aclrtGetDeviceSatMode,
 aclrtGetOverflowStatus, aclrtResetOverflowStatus, and the device side of aclrtSetOpExecuteTimeOut.
 
-The settings are process-wide (the last call wins, as in CANN) and are applied to every device
-that is open and to every device opened later.
+The settings are process-wide (the last call wins, as in CANN), kept in the facade's state (kept
+across reset_device, cleared by init and finalize) and applied to every device that is open and
+to every device opened later.
 """
 
 from __future__ import annotations
@@ -15,15 +16,6 @@ ACL_RT_OVERFLOW_MODE_INFNAN = 1  # the default
 OVERFLOW_STATUS_BYTES = 64
 
 
-class _Settings:
-    """What the calls of this module set (kept across reset_device, cleared by finalize)."""
-
-    saturation = False
-
-
-SETTINGS = _Settings()
-
-
 def apply_device_settings(device_id: int) -> None:
     """Program a device with the execute limit, the saturation mode and the overflow switch."""
     rt = runtime()
@@ -33,7 +25,7 @@ def apply_device_settings(device_id: int) -> None:
     session = STATE.dump
     overflow = bool(session is not None and session.overflow)
     rt.driver.overflow_configure(device_id, overflow, overflow)
-    rt.driver.saturation_configure(device_id, SETTINGS.saturation)
+    rt.driver.saturation_configure(device_id, STATE.saturation)
 
 
 def apply_to_open_devices() -> None:
@@ -46,10 +38,10 @@ def apply_to_open_devices() -> None:
 def set_device_sat_mode(mode: int) -> None:
     """Float results saturate (0) or give inf/nan (1, the default) (aclrtSetDeviceSatMode)."""
     value = as_int("mode", mode)
+    runtime()
     if value not in (ACL_RT_OVERFLOW_MODE_SATURATION, ACL_RT_OVERFLOW_MODE_INFNAN):
         raise fail(ErrorCode.RT_PARAM_INVALID, f"overflow mode must be 0 (saturation) or 1 (inf/nan), got {value}")
-    runtime()
-    SETTINGS.saturation = value == ACL_RT_OVERFLOW_MODE_SATURATION
+    STATE.saturation = value == ACL_RT_OVERFLOW_MODE_SATURATION
     apply_to_open_devices()
 
 
@@ -57,7 +49,7 @@ def set_device_sat_mode(mode: int) -> None:
 def get_device_sat_mode() -> int:
     """(mode, ret): the float overflow mode in force (aclrtGetDeviceSatMode)."""
     runtime()
-    return ACL_RT_OVERFLOW_MODE_SATURATION if SETTINGS.saturation else ACL_RT_OVERFLOW_MODE_INFNAN
+    return ACL_RT_OVERFLOW_MODE_SATURATION if STATE.saturation else ACL_RT_OVERFLOW_MODE_INFNAN
 
 
 @api()
@@ -69,9 +61,11 @@ def get_overflow_status(output_addr: int, output_size: int, stream: int) -> None
     (CANN queues a task; the bytes are the same)."""
     address = as_handle("output_addr", output_addr)
     size = as_int("output_size", output_size)
+    handle = as_handle("stream", stream)
+    runtime()
     if address == 0 or size < OVERFLOW_STATUS_BYTES:
         raise fail(ErrorCode.RT_PARAM_INVALID, f"needs {OVERFLOW_STATUS_BYTES} bytes of device memory, got {size}")
-    target = stream_of(as_handle("stream", stream), submit=True)
+    target = stream_of(handle, submit=True)
     target.synchronize()
     context = target.context
     status = runtime().driver.overflow_status(context.device_id)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,9 @@ from typing import Any
 import numpy as np
 
 from cannrt.abi import DumpRecord, DumpTensor
-from cannrt.dtypes import numpy_dtype
-from cannrt.tools.manifest import Manifest
+from cannrt.dtypes import BFLOAT16, numpy_dtype
+from cannrt.tools.manifest import TENSOR_DIR, UNSAFE, Manifest, manifest_key
 
-UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
 # CANN's op types of the built-in kernels (aclnn / TBE names); others are capitalised
 OP_TYPES = {
     "add": "Add", "mul": "Mul", "div": "RealDiv", "relu": "Relu", "gelu": "Gelu", "softmax": "SoftmaxV2",
@@ -143,7 +141,7 @@ class DumpWriter:
         folder.mkdir(parents=True, exist_ok=True)
         op_type = op_type_of(record.kernel_name)
         name = dump_file_name(op_type, op_name, occurrence, record.task_id, record.stream_id, record.end_ns // 1000)
-        arrays: dict[str, np.ndarray] = {}
+        key = manifest_key(op_type, UNSAFE.sub("_", op_name), occurrence)
         tensors = []
         for tensor in record.tensors:
             array = _as_array(tensor)
@@ -154,7 +152,8 @@ class DumpWriter:
             if array is not None:
                 entry["stats"] = tensor_stats(array)
                 if not self.stats_only:
-                    arrays[f"{tensor.role}_{tensor.index}"] = np.frombuffer(tensor.data or b"", dtype=np.uint8)
+                    entry["data_file"] = f"{key}.{tensor.role}.{tensor.index}.npy"
+                    save_tensor(folder / TENSOR_DIR / entry["data_file"], array)
             tensors.append(entry)
         meta = {
             "op_type": op_type, "kernel": record.kernel_name, "op_name": op_name, "occurrence": occurrence,
@@ -163,7 +162,7 @@ class DumpWriter:
             "scalars": [list(pair) for pair in record.scalars],
         }  # fmt: skip
         target = folder / name
-        write_archive(target, meta, arrays)
+        write_archive(target, meta, {})
         self.written.append(target)
         manifest = self.manifests.get(folder)
         if manifest is None:
@@ -182,6 +181,25 @@ def write_archive(target: Path, meta: dict[str, Any], arrays: dict[str, np.ndarr
         np.savez(handle, meta=np.array(json.dumps(meta)), **arrays)  # type: ignore[arg-type]
 
 
+def save_tensor(target: Path, array: np.ndarray) -> None:
+    """One tensor as a .npy file (bfloat16, which .npy cannot name, widened exactly to float32)."""
+    target.parent.mkdir(exist_ok=True)
+    np.save(target, array.astype(np.float32) if array.dtype == BFLOAT16 else array)
+
+
+def _load_tensor(folder: Path, entry: dict[str, Any], archive: Any) -> np.ndarray | None:
+    """A dumped tensor's array: raw bytes inside the archive, or its .npy file."""
+    dtype = numpy_dtype(entry["dtype"])
+    key = f"{entry['role']}_{entry['index']}"
+    if key in archive.files:
+        loaded: np.ndarray = archive[key].view(dtype).reshape(entry["shape"])
+        return loaded
+    if entry.get("data_file"):
+        stored: np.ndarray = np.load(folder / TENSOR_DIR / entry["data_file"], allow_pickle=False)
+        return stored.astype(dtype, copy=False).reshape(entry["shape"])
+    return None
+
+
 def load_dump(path: str | Path) -> DumpedOp:
     """Read one dump file."""
     with np.load(Path(path), allow_pickle=False) as archive:
@@ -189,8 +207,7 @@ def load_dump(path: str | Path) -> DumpedOp:
         tensors = []
         for entry in meta["tensors"]:
             dtype = numpy_dtype(entry["dtype"])
-            key = f"{entry['role']}_{entry['index']}"
-            array = archive[key].view(dtype).reshape(entry["shape"]) if key in archive.files else None
+            array = _load_tensor(Path(path).parent, entry, archive)
             tensors.append(
                 DumpedTensor(
                     entry["role"],
@@ -211,6 +228,6 @@ def load_dump(path: str | Path) -> DumpedOp:
 
 def load_dump_dir(path: str | Path) -> list[DumpedOp]:
     """Every dump file under path (all devices), in execution order."""
-    files = [p for p in Path(path).rglob("*") if p.is_file() and p.name.count(".") >= 5]
+    files = [p for p in Path(path).rglob("*") if p.is_file() and p.name.count(".") >= 5 and p.parent.name != TENSOR_DIR]
     ops = [load_dump(p) for p in files]
     return sorted(ops, key=lambda op: (op.timestamp_us, op.path.parent.name, op.stream_id, op.task_id))

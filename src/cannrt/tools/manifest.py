@@ -1,32 +1,44 @@
-"""dump.json: the manifest of one dump folder, in mindstudio-probe's dump.json shape.
+"""dump.json: the manifest of one dump folder, in mindstudio-probe's MindSpore dump layout.
 
-Top level `task`, `level`, `framework`, `dump_data_dir` and `data`: one entry per op, keyed
-`{opType}.{opName}.{n}`, with its `input_args` and `output` tensors (dtype, shape, Max, Min, Mean,
-Norm as msprobe's statistics compare reads them) and what CANN's dump records add: op type and
-name, stream and task ids, modelled end time, status, device address of each tensor, and the file
-(and array inside it) that holds each tensor's bytes.
+Top level `task`, `level`, `framework` ("mindspore": the layout msprobe compares with .npy
+tensors), `dump_data_dir` (the `dump_tensor_data` folder beside it) and `data`: one entry per
+op, keyed `{opType}.{opName}.{n}.forward`, with its `input_args` and `output` tensors (type,
+dtype, shape, Max, Min, Mean, Norm and data_name, the .npy file in dump_tensor_data) and what
+CANN's dump records add: op type and name, stream and task ids, modelled end time, status, the
+device address of each tensor, and the CANN-named file of the op.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from cannrt.dtypes import numpy_dtype
 
+UNSAFE = re.compile(r"[^A-Za-z0-9_\-]")
+
 MANIFEST = "dump.json"
+TENSOR_DIR = "dump_tensor_data"
+
+
+def manifest_key(op_type: str, op_name: str, occurrence: int) -> str:
+    """An op's key in dump.json (msprobe's `{type}.{name}.{n}.forward` form)."""
+    return f"{op_type}.{op_name}.{occurrence}.forward"
+
+
 MSPROBE_DTYPES = {
     "float16": "Float16", "float32": "Float32", "float64": "Float64", "bfloat16": "BFloat16", "int8": "Int8",
     "int16": "Int16", "int32": "Int32", "int64": "Int64", "uint8": "UInt8", "bool": "Bool",
 }  # fmt: skip
 
 
-def _tensor_entry(file: str, tensor: dict[str, Any], stats_only: bool) -> dict[str, Any]:
+def _tensor_entry(tensor: dict[str, Any]) -> dict[str, Any]:
     dtype = numpy_dtype(tensor["dtype"]).name
     stats = tensor.get("stats", {})
     entry: dict[str, Any] = {
-        "type": "numpy.ndarray",
+        "type": "mindspore.Tensor",
         "dtype": MSPROBE_DTYPES.get(dtype, dtype),
         "shape": tensor["shape"],
         "Max": stats.get("max"),
@@ -37,8 +49,8 @@ def _tensor_entry(file: str, tensor: dict[str, Any], stats_only: bool) -> dict[s
         "format": tensor.get("format", "ND"),
         "readable": tensor.get("readable", True),
     }
-    if tensor.get("readable", True) and not stats_only:
-        entry["data_name"] = f"{file}:{tensor['role']}_{tensor['index']}"
+    if tensor.get("data_file"):
+        entry["data_name"] = tensor["data_file"]
     return entry
 
 
@@ -52,7 +64,7 @@ class Manifest:
 
     def add(self, file: str, meta: dict[str, Any]) -> None:
         """An op written to `file` with the meta its archive holds."""
-        key = f"{meta['op_type']}.{meta['op_name']}.{meta['occurrence']}"
+        key = manifest_key(meta["op_type"], UNSAFE.sub("_", meta["op_name"]), meta["occurrence"])
         tensors = meta["tensors"]
         self.data[key] = {
             "op_type": meta["op_type"],
@@ -63,8 +75,9 @@ class Manifest:
             "status": meta["status"],
             "exception": meta["exception"],
             "file": file,
-            "input_args": [_tensor_entry(file, t, self.stats_only) for t in tensors if t["role"] == "input"],
-            "output": [_tensor_entry(file, t, self.stats_only) for t in tensors if t["role"] == "output"],
+            "input_args": [_tensor_entry(t) for t in tensors if t["role"] == "input"],
+            "input_kwargs": {},
+            "output": [_tensor_entry(t) for t in tensors if t["role"] == "output"],
         }
 
     def write(self) -> Path:
@@ -72,8 +85,9 @@ class Manifest:
         document = {
             "task": "statistics" if self.stats_only else "tensor",
             "level": "L1",
-            "framework": "cannrt",
-            "dump_data_dir": str(self.folder),
+            "framework": "mindspore",  # the layout msprobe compares with .npy tensors
+            "producer": "cannrt",
+            "dump_data_dir": str((self.folder / TENSOR_DIR).absolute()) if not self.stats_only else None,
             "data": self.data,
         }
         target = self.folder / MANIFEST
