@@ -3,17 +3,22 @@ write, another context's address, a misaligned fp32 access, a use after free."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 from fault_helpers import check_after_fault, line_of, only_record, sync_error
 
+import cannrt
 from cannrt import ErrorCode
 from cannrt.kernels import builtins
 from cannrt.runtime import memory_ops
 from cannrt.tools.allocations import track_allocations
+from cannrt.tools.dump import load_dump_dir
+from cannrt.tools.manifest import load_manifest
 
 if TYPE_CHECKING:
     from cannrt.runtime.stream import Stream
@@ -182,3 +187,37 @@ def test_a_use_after_free_faults_even_when_memory_is_allocated_again(npu: Npu) -
     assert error.code == VECTOR_FAULT
     assert f"lies inside the freed 4096-byte allocation at 0x{gone:x}" in str(error)
     check_after_fault(npu, ctx, VECTOR_FAULT)
+
+
+def test_a_pool_block_overrun_names_the_block_and_where_the_array_was_made(npu: Npu) -> None:
+    device = cannrt.Device(0)
+    stream = npu.ctx(0).create_stream()
+    array = device.empty((1024,), np.float32)  # a 4096-byte block inside a 2 MiB pool segment
+    made_line = line_of(test_a_pool_block_overrun_names_the_block_and_where_the_array_was_made, "device.empty")
+    out = memory_ops.malloc(npu.ctx(0), 8192)
+    npu.launch(stream, "relu", npu.tensor(array.address, (1025,), np.float32), npu.tensor(out, (1025,), np.float32))
+    error = sync_error(stream)
+    assert error.code == VECTOR_FAULT
+    text = str(error)
+    assert f"read of 4100 bytes at 0x{array.address:x} ends 4 bytes after the 4096-byte allocation at " in text
+    assert f"allocated at {__file__}:{made_line} in " in text
+    assert "2097152" not in text  # the pool's segment is not the user's allocation
+
+
+def test_a_fault_outside_a_dump_session_leaves_an_exception_dump(npu: Npu) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    data = np.arange(64, dtype=np.float32)
+    source = npu.upload(data)
+    far = source + (64 << 20)
+    npu.launch(stream, "add", npu.tensor(source, (64,), np.float32), npu.tensor(source, (64,), np.float32),
+               npu.tensor(far, (64,), np.float32))  # fmt: skip
+    sync_error(stream)
+    folder = Path(os.environ["ASCEND_WORK_PATH"]) / "extra-info" / "data-dump" / "0"
+    (dumped,) = load_dump_dir(folder)
+    assert dumped.exception and dumped.status == VECTOR_FAULT and dumped.op_type == "Add"
+    x, _, z = dumped.tensors
+    assert x.array is not None and np.array_equal(x.array, data) and z.array is None  # the refused one
+    manifest = load_manifest(folder)
+    (entry,) = manifest["data"].values()
+    assert entry["exception"] and entry["output"][0]["readable"] is False
