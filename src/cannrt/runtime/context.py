@@ -14,7 +14,7 @@ from cannrt.runtime.event import Event
 from cannrt.runtime.stream import Stream
 from cannrt.runtime.tracing import api_call
 from cannrt.tools.allocations import UserAllocations
-from cannrt.tools.dump import DumpWriter, exception_dump_root
+from cannrt.tools.dump import exception_dump_root, shared_writer
 from cannrt.tools.exception_report import format_exception_record
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ class Context:
         self.sticky_message = ""
         self.exception_records: list[ExceptionRecord] = []
         self._exceptions_seen = 0
-        self._exception_writer: DumpWriter | None = None  # exception dumps outside a dump session
         self.destroyed = False
         self.default_stream = self.create_stream(is_default=True)
 
@@ -168,11 +167,10 @@ class Context:
         records = self.runtime.driver.dump_read(self.device_id, self.runtime.clock.now_ns)
         if root is None:
             return
-        if self._exception_writer is None:
-            self._exception_writer = DumpWriter(root)
-        written = [self._exception_writer.write(r, r.kernel_name) for r in records if r.exception]
+        writer = shared_writer(root)
+        written = [writer.write(r, r.kernel_name) for r in records if r.exception]
         if written:
-            self._exception_writer.write_manifests()
+            writer.write_manifests()
 
     # -- teardown ----------------------------------------------------------------------------
     def destroy(self) -> None:

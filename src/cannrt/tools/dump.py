@@ -41,6 +41,17 @@ def op_type_of(kernel_name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in kernel_name.split("_") if part) or kernel_name
 
 
+_SHARED: dict[Path, DumpWriter] = {}
+
+
+def shared_writer(root: Path) -> DumpWriter:
+    """One writer per folder for the exception dumps of every context (occurrences count once)."""
+    writer = _SHARED.get(root)
+    if writer is None:
+        writer = _SHARED[root] = DumpWriter(root)
+    return writer
+
+
 def exception_dump_root() -> Path | None:
     """Where exception dumps go outside a dump session: `$ASCEND_WORK_PATH/extra-info/data-dump`
     (the current directory without ASCEND_WORK_PATH), as CANN writes them; None when
@@ -129,16 +140,20 @@ class DumpWriter:
     def __init__(self, path: str | Path, stats_only: bool = False) -> None:
         self.path = Path(path)
         self.stats_only = stats_only
-        self._occurrences: dict[str, int] = {}
+        self._occurrences: dict[tuple[int, str], int] = {}  # (device, op name) -> next occurrence
         self.written: list[Path] = []
         self.manifests: dict[Path, Manifest] = {}  # device folder -> its dump.json
 
     def write(self, record: DumpRecord, op_name: str) -> Path:
         """Write one record; returns the file's path."""
-        occurrence = self._occurrences.get(op_name, 0)
-        self._occurrences[op_name] = occurrence + 1
         folder = self.path / str(record.device_id)
         folder.mkdir(parents=True, exist_ok=True)
+        manifest = self.manifests.get(folder)
+        if manifest is None:  # a folder written before (another run) keeps its ops
+            manifest = self.manifests[folder] = Manifest(folder, self.stats_only)
+        counted = (record.device_id, op_name)
+        occurrence = self._occurrences.get(counted, manifest.occurrences(op_name))
+        self._occurrences[counted] = occurrence + 1
         op_type = op_type_of(record.kernel_name)
         name = dump_file_name(op_type, op_name, occurrence, record.task_id, record.stream_id, record.end_ns // 1000)
         key = manifest_key(op_type, UNSAFE.sub("_", op_name), occurrence)
@@ -164,9 +179,6 @@ class DumpWriter:
         target = folder / name
         write_archive(target, meta, {})
         self.written.append(target)
-        manifest = self.manifests.get(folder)
-        if manifest is None:
-            manifest = self.manifests[folder] = Manifest(folder, self.stats_only)
         manifest.add(name, meta)
         return target
 

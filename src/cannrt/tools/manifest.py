@@ -61,6 +61,19 @@ class Manifest:
         self.folder = folder
         self.stats_only = stats_only
         self.data: dict[str, dict[str, Any]] = {}
+        self.data = self._on_disk()  # ops an earlier writer left in this folder stay listed
+
+    def _on_disk(self) -> dict[str, dict[str, Any]]:
+        existing = self.folder / MANIFEST
+        try:
+            return dict(json.loads(existing.read_text()).get("data", {})) if existing.is_file() else {}
+        except (ValueError, AttributeError):
+            return {}
+
+    def occurrences(self, op_name: str) -> int:
+        """How many ops of this name the folder lists already (the next occurrence number)."""
+        safe = UNSAFE.sub("_", op_name)
+        return sum(1 for entry in self.data.values() if UNSAFE.sub("_", str(entry.get("op_name"))) == safe)
 
     def add(self, file: str, meta: dict[str, Any]) -> None:
         """An op written to `file` with the meta its archive holds."""
@@ -81,7 +94,8 @@ class Manifest:
         }
 
     def write(self) -> Path:
-        """Write dump.json into the folder; returns its path."""
+        """Write dump.json into the folder (merged with what another writer put there since)."""
+        self.data = {**self._on_disk(), **self.data}
         document = {
             "task": "statistics" if self.stats_only else "tensor",
             "level": "L1",
