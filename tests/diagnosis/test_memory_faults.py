@@ -169,9 +169,9 @@ def test_a_read_of_freed_memory_names_the_free(npu: Npu) -> None:
 
 def _quarantined() -> bool:
     """True once freed device VAs are not handed out again at once (the memory issue)."""
-    from cannrt.device import memory
+    from cannrt.driver import vaspace
 
-    return hasattr(memory, "QUARANTINE_BYTES") or hasattr(memory, "Quarantine")
+    return hasattr(vaspace, "QUARANTINE_BYTES")
 
 
 @pytest.mark.xfail(not _quarantined(), reason="needs the memory issue's quarantine", strict=True)

@@ -19,9 +19,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from cannrt.abi import TensorArg
+from cannrt.abi import TensorArg, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
 
+REPLAY_LIMIT_BYTES = 256 << 20  # scratch memory a replay may take; beyond it the line is not located
 _NUMPY_DIR = os.path.dirname(np.__file__)
 _THIS_FILE = __file__
 
@@ -110,7 +111,11 @@ def caller_line() -> SourceLine | None:
 
 def locate_access(compute: Callable[..., None], args: tuple[object, ...], refused: int) -> SourceLine | None:
     """Replay compute on scratch arrays with argument `refused` untouchable; the line that first
-    touches it (None if the kernel never does, or fails otherwise first)."""
+    touches it (None if the kernel never does, fails otherwise first, or its scratch copies would
+    pass REPLAY_LIMIT_BYTES)."""
+    scratch = sum(tensor_nbytes(a) for i, a in enumerate(args) if isinstance(a, TensorArg) and i != refused)
+    if scratch > REPLAY_LIMIT_BYTES:
+        return None
     values: list[object] = []
     for index, arg in enumerate(args):
         if not isinstance(arg, TensorArg):
