@@ -95,8 +95,10 @@ def argument_site(
 def argument_message(fault: DeviceFault, text: str, misaligned: bool, site: FaultSite) -> str:
     """errorStr of a refused argument: the MMU's mappings are no user allocation, so they are
     not named (the runtime's report names the user allocation); misaligned and foreign
-    accesses keep their own text."""
-    if misaligned or (fault.owner_asid is not None and fault.owner_asid != fault.asid):
+    accesses, and accesses the MMU refuses for a reason of its own (freed, read-only), keep
+    their own text."""
+    foreign = fault.owner_asid is not None and fault.owner_asid != fault.asid
+    if misaligned or foreign or getattr(fault, "reason", ""):  # the MMU's own reason (freed, read-only)
         return text
     return (
         f"invalid {fault.kind} of {fault.nbytes} bytes at 0x{fault.address:x}: "
