@@ -98,7 +98,8 @@ def argument_message(fault: DeviceFault, text: str, misaligned: bool, site: Faul
     accesses, and accesses the MMU refuses for a reason of its own (freed, read-only), keep
     their own text."""
     foreign = fault.owner_asid is not None and fault.owner_asid != fault.asid
-    if misaligned or foreign or getattr(fault, "reason", ""):  # the MMU's own reason (freed, read-only)
+    reason = bool(getattr(fault, "reason", None))  # the MMU's own reason (freed, read-only)
+    if misaligned or foreign or reason:
         return text
     return (
         f"invalid {fault.kind} of {fault.nbytes} bytes at 0x{fault.address:x}: "
