@@ -4,6 +4,7 @@ clock, the overflow status and saturation mode calls, and acl.json's overflow sw
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -40,6 +41,9 @@ def test_a_hung_kernel_fails_at_the_execute_timeout_in_modelled_time(acl: Module
     assert record.block_dim == 4
     text = context.error_report(None)
     assert "kernel execute timeout: still running 1 s after it started (aclrtSetOpExecuteTimeOut)" in text
+    dumps = Path(os.environ["ASCEND_WORK_PATH"]) / "extra-info" / "data-dump"
+    (dumped,) = load_dump_dir(dumps)  # a timeout leaves an exception dump, as CANN's
+    assert dumped.exception and dumped.status == 507014 and dumped.op_type == "Spin"
     assert acl.rt.create_stream()[1] == 507014  # sticky
     assert acl.rt.set_device(1) == 0
     other, _ = acl.rt.create_stream()

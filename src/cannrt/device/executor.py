@@ -6,7 +6,6 @@ so host Python work overlaps device compute in wall time. Modelled time is not d
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import TYPE_CHECKING
 
@@ -26,6 +25,7 @@ from cannrt.abi import (
     SqeType,
 )
 from cannrt.device.access_site import SourceLine, caller_line, line_of_traceback
+from cannrt.device.copies import copy_parts, host_array
 from cannrt.device.dumps import capture, exception_dump, new_dump
 from cannrt.device.fabric import Fabric
 from cannrt.device.kernel_faults import (
@@ -36,7 +36,7 @@ from cannrt.device.kernel_faults import (
     overflow_site,
     saturate,
 )
-from cannrt.device.memory import AddressSpace, DeviceFault
+from cannrt.device.memory import DeviceFault
 from cannrt.device.reports import FaultSite
 from cannrt.device.task import Task
 from cannrt.device.views import ArgumentFault, ArgumentViews
@@ -65,15 +65,6 @@ _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_TYPES = (int(SqeType.EVENT_RECORD), int(SqeType.EVENT_WAIT), int(SqeType.WRITE_VALUE))
 QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped submitting
 IDLE_S = 0.2
-
-
-def host_array(address: int, nbytes: int) -> np.ndarray:
-    """A uint8 view of real host memory at a process address."""
-    if nbytes == 0:
-        return np.empty(0, dtype=np.uint8)
-    buffer = (ctypes.c_uint8 * nbytes).from_address(address)
-    view: np.ndarray = np.ctypeslib.as_array(buffer)
-    return view
 
 
 class Executor:
@@ -272,12 +263,12 @@ class Executor:
         reports = self._reports
         dump_mode = reports.dump_mode if sqe.flags & DUMP else 0
         if dump_mode:
-            task.dump = self._new_dump(task, kernel.name)
+            task.dump = new_dump(self.device_id, task, kernel.name)
             if dump_mode & _DUMP_INPUTS:
                 capture(task.dump, task.args, values, kernel.outputs, "input")
         before = None
         if reports.overflow_dump:  # the inputs as they were, in case the kernel overflows
-            before = self._new_dump(task, kernel.name)
+            before = new_dump(self.device_id, task, kernel.name)
             capture(before, task.args, values, kernel.outputs, "input")
         self._fp_flags = 0
         try:
@@ -304,7 +295,7 @@ class Executor:
             bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
         message = argument_message(fault, str(failed), failed.misaligned, site)
         self._fail(task, self._core_error(sqe), ErrorType.AICORE, bits, message, site)
-        self._exception_dump(task, self._fabric.space(task.sq.asid))
+        self._exception_dump(task)
 
     def _float_exception(self, task: Task, sqe: KernelSqe, values: list[object], before: DumpRecord | None) -> None:
         """The kernel raised float flags: the overflow status register keeps them; saturation
@@ -336,15 +327,18 @@ class Executor:
         line = line_of_traceback(exc.__traceback__)
         site = FaultSite(source=str(line) if line else "", line=line.line if line else 0)
         self._fail(task, self._core_error(sqe), ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc), site)
-        self._exception_dump(task, self._fabric.space(task.sq.asid))
+        self._exception_dump(task)
 
-    def _new_dump(self, task: Task, kernel_name: str) -> DumpRecord:
-        return new_dump(self.device_id, task, kernel_name)
+    def tensors_of(self, task: Task) -> DumpRecord | None:
+        """An exception dump of a kernel task: what can be read of its tensors now."""
+        if task.kernel is None:
+            return None
+        return exception_dump(self.device_id, task, self._fabric.space(task.sq.asid))
 
-    def _exception_dump(self, task: Task, space: AddressSpace) -> None:
+    def _exception_dump(self, task: Task) -> None:
         """On an AI Core error keep what can be read of every tensor argument (exception dump)."""
-        if self._reports.exception_dump and task.kernel is not None:
-            task.dump = exception_dump(self.device_id, task, space)
+        if self._reports.exception_dump:
+            task.dump = self.tensors_of(task)
 
     @staticmethod
     def _core_error(sqe: KernelSqe) -> int:
@@ -383,18 +377,6 @@ class Executor:
         self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, site: FaultSite | None = None
     ) -> None:
         self._reports.fault(task, code, error_type, bits, message, site)
-
-
-def copy_parts(source: list[np.ndarray], target: list[np.ndarray]) -> None:
-    """Copy bytes between two lists of uint8 views of equal total length."""
-    if len(source) == 1 and len(target) == 1:
-        np.copyto(target[0], source[0])
-        return
-    flat = np.concatenate(source) if len(source) > 1 else source[0]
-    offset = 0
-    for part in target:
-        part[...] = flat[offset : offset + part.size]
-        offset += part.size
 
 
 __all__ = ["Executor", "copy_parts", "host_array"]

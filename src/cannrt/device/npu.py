@@ -43,6 +43,7 @@ class Npu:
         self.fetcher = Fetcher(self.code, fabric, self.reports, self.sync, self.timeline.on_fetched)
         self.executor = Executor(device_id, self.fetcher, fabric, self.reports, self.timeline, self.sync)
         self.sync.run_waiting = self.executor.run_waiting  # a waiting host thread runs real work too
+        self.reports.read_tensors = self.executor.tensors_of  # exception dumps the timeline decides
         self.executor.start()
 
     # -- queues ------------------------------------------------------------------------------

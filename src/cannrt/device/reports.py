@@ -49,6 +49,8 @@ class Reports:
         self.overflow_dump = False  # and its inputs and outputs are dumped ("overflow" dump mode)
         self.saturation = False  # aclrtSetDeviceSatMode SATURATION: inf -> largest finite, nan -> 0
         self.overflow_status = 0  # float exception flags seen since the last reset (numpy's bits)
+        # what the worker can still read of a task's tensors (the executor's, wired by the Npu)
+        self.read_tensors: Callable[[Task], DumpRecord | None] | None = None
         self.dump_records: list[DumpRecord] = []  # completed on the timeline, not yet read
         self.callback_sink: CallbackSink | None = None
         self._callbacks: dict[int, Task] = {}  # token -> callback task the host has not finished
@@ -159,6 +161,8 @@ class Reports:
         message = f"kernel execute timeout: still running {limit_s:g} s after it started (aclrtSetOpExecuteTimeOut)"
         record = self.fault(task, int(code), ErrorType.AICORE, ("AIC_TASK_TIMEOUT",), message)
         record.core_id = first_core
+        if self.exception_dump and self.read_tensors is not None:
+            task.dump = self.read_tensors(task)  # a timeout is exception-dumped, as CANN does
         return at
 
     def wait_timed_out(self, task: Task) -> None:
