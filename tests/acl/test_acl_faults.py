@@ -45,6 +45,11 @@ def test_a_hung_kernel_fails_at_the_execute_timeout_in_modelled_time(acl: Module
     (dumped,) = load_dump_dir(dumps)  # a timeout leaves an exception dump, as CANN's
     assert dumped.exception and dumped.status == 507014 and dumped.op_type == "Spin"
     assert acl.rt.create_stream()[1] == 507014  # sticky
+    context, ret = acl.rt.create_context(0)  # another context on the same device is unaffected
+    assert ret == 0
+    mine, _ = acl.rt.create_stream()
+    _launch(mine, "spin", 1000)
+    assert acl.rt.synchronize_stream(mine) == 0
     assert acl.rt.set_device(1) == 0
     other, _ = acl.rt.create_stream()
     _launch(other, "spin", 1000)  # another device: short kernels run, the limit applies there too

@@ -85,6 +85,21 @@ def test_an_fp16_overflow_with_overflow_detection_fails_with_207016(npu: Npu, tm
     check_after_fault(npu, ctx, AIVEC_OVER_FLOW)
 
 
+def test_an_ai_core_overflow_with_overflow_detection_fails_with_207003(npu: Npu, tmp_path: Path) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    _, a = _upload(npu, np.full((16, 16), 100.0, np.float16))
+    _, c = _upload(npu, np.zeros((16, 16), np.float16))  # 16 x 100 x 100 = 160000 > 65504
+    with pytest.raises(CannError), cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
+        npu.launch(stream, "matmul", a, a, c)
+        error = sync_error(stream)
+    assert error.code == int(ErrorCode.RT_AICORE_OVER_FLOW) == 207003  # matmul runs on the AI cores
+    record = only_record(ctx)
+    assert record.error_bits == ("VEC_INF_NAN",) and record.arg_name == "out"
+    assert record.source.startswith(f"{builtins.__file__}:") and record.source.endswith(" in _matmul")
+    check_after_fault(npu, ctx, 207003)
+
+
 def test_without_detection_an_overflow_gives_inf_and_sets_the_overflow_status(npu: Npu) -> None:
     ctx = npu.ctx(0)
     stream = ctx.create_stream()
