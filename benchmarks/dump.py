@@ -5,7 +5,7 @@
 - Dump size: bytes on disk (files and dump.json) per tensor byte, against numpy.save's.
 - Allocation tracking: iterations per second of a launch-bound loop (Device.empty, a launch of
   `add` on 16 fp32 elements, free) with call-site tracking on, against the same loop off
-  (goal <= 1.15x slower), rounds interleaved, the best of each.
+  (goal <= 1.15x slower), rounds interleaved in alternating order, the best of each.
 Run: python3 benchmarks/dump.py [--mib M] [--iterations N] [--repeats R]
 """
 
@@ -88,14 +88,13 @@ def tracking_rates(device: cannrt.Device, iterations: int, repeats: int) -> tupl
     """(best rate with tracking off, best rate with it on), rounds interleaved."""
     stream = device.stream()
     loop_rate(device, stream, iterations)  # warm up the pool and the launch shapes
-    off = on = 0.0
-    for _ in range(repeats):
-        track_allocations(False)
-        off = max(off, loop_rate(device, stream, iterations))
-        track_allocations(True)
-        on = max(on, loop_rate(device, stream, iterations))
+    best = {False: 0.0, True: 0.0}
+    for round_ in range(repeats):
+        for tracking in (False, True) if round_ % 2 == 0 else (True, False):  # order alternates
+            track_allocations(tracking)
+            best[tracking] = max(best[tracking], loop_rate(device, stream, iterations))
     track_allocations(False)
-    return off, on
+    return best[False], best[True]
 
 
 def main() -> None:
