@@ -12,6 +12,8 @@ error quickly instead of stalling the suite; no test waits without a bound.
 from __future__ import annotations
 
 import dataclasses
+import os
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -29,6 +31,9 @@ from cannrt.runtime.core import Runtime, tensor_arg
 from cannrt.runtime.stream import Stream
 
 TEST_WATCHDOG_S = 10.0  # wall-clock bound on any real wait inside the simulator
+# exception dumps (written on every fault, as CANN does) never land in the work tree: the child
+# processes of session fixtures inherit this, and each test gets its own folder below
+os.environ.setdefault("ASCEND_WORK_PATH", tempfile.mkdtemp(prefix="cannrt-ascend-work-"))
 
 
 def settings_for_tests(**overrides: Any) -> Settings:
@@ -179,3 +184,9 @@ def report_thread(rt: Runtime) -> Iterator[ReportThread]:
 
 
 __all__ = ["Npu", "ReportThread", "settings_for_tests"]
+
+
+@pytest.fixture(autouse=True)
+def _exception_dumps_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exception dumps (written on every fault, as CANN does) go to a temporary folder."""
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path_factory.mktemp("ascend_work")))

@@ -92,6 +92,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
         # The one named exception to "the runtime imports no tools": runtime/context.py formats the
         # CANN error report of a device fault with this pure function of the abi ExceptionRecord.
         "cannrt.tools.exception_report",
+        "cannrt.tools.allocations",  # Context.allocations names user allocations in that report
+        "cannrt.tools.dump",  # the exception dump a fault writes outside a dump session, as CANN's runtime does
     ),
     "cannrt.api": (*HOST_STACK, "cannrt.om"),
     "cannrt.acl": (*HOST_STACK, "cannrt.om", "cannrt.api.dump", "cannrt.api.profile"),  # dump and profile sessions
@@ -124,7 +126,7 @@ RULES: dict[str, Rule] = {
     "runtime-imports-no-api-acl-cli-or-tools-but-the-exception-report": Rule(
         ("cannrt.runtime",),
         ("cannrt.api", "cannrt.acl", "cannrt.cli", "cannrt.tools"),
-        ("cannrt.tools.exception_report",),
+        ("cannrt.tools.exception_report", "cannrt.tools.allocations", "cannrt.tools.dump"),
     ),
     "memory-imports-no-runtime": Rule(
         ("cannrt.memory",),

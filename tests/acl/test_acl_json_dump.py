@@ -53,7 +53,7 @@ def test_dump_op_switch_on_dumps_every_single_op(tmp_path: Path) -> None:
     result = _run(tmp_path, {"dump_path": str(tmp_path / "dump"), "dump_mode": "all", "dump_op_switch": "on"})
     assert result.returncode == 0, result.stderr
     (op,) = load_dump_dir(tmp_path / "dump")
-    assert op.op_type == "add" and [t.label for t in op.tensors] == ["input.0", "input.1", "output.2"]
+    assert op.op_type == "Add" and [t.label for t in op.tensors] == ["input.0", "input.1", "output.2"]
     output = op.role("output")[0].array
     assert output is not None and np.all(output == np.float16(3.5))
 

@@ -51,6 +51,16 @@ class ExceptionRecord:
     registers: dict[str, int] = field(default_factory=dict)
     sqe_words: tuple[int, ...] = ()
     timestamp_ns: int = 0
+    block_index: int = 0  # the logical block that faulted (of block_dim)
+    block_dim: int = 1
+    source: str = ""  # "file:line in function": where in the kernel's Python code it happened
+    arg_index: int = -1  # the tensor argument involved (-1: none)
+    arg_name: str = ""  # its parameter name in the kernel's implementation
+    tensor: str = ""  # its dtype and shape, e.g. float32[1025]
+    access_kind: str = ""  # "read" or "write"
+    access_address: int = 0  # start and size of the refused access
+    access_size: int = 0
+    fault_address: int = 0  # the first byte refused
 
 
 class TaskRecord(NamedTuple):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cannrt.acl import constants as c
+from cannrt.acl._rt_overflow import apply_device_settings, apply_to_open_devices
 from cannrt.acl._state import (
     STATE,
     api,
@@ -16,6 +17,8 @@ from cannrt.acl._state import (
 )
 from cannrt.errors import ErrorCode
 from cannrt.runtime import memory_ops
+
+MAX_EXECUTE_TIMEOUT_S = 1091  # the largest AI Core execute timeout on Atlas A2 (CANN docs)
 
 
 def _check_device_id(device_id: int) -> None:
@@ -31,6 +34,7 @@ def set_device(device_id: int) -> None:
     _check_device_id(device)
     context = runtime().set_device(device)
     STATE.contexts.add(context)
+    apply_device_settings(device)  # the execute limit and overflow mode are process-wide
 
 
 def _reset(device_id: int) -> None:
@@ -157,22 +161,26 @@ def get_context() -> int:
 # -- timeouts and errors ------------------------------------------------------------------------
 @api()
 def set_op_wait_timeout(timeout: int) -> None:
-    """Limit (seconds, 0 = none) on event waits inside operators (aclrtSetOpWaitTimeout)."""
+    """Limit (seconds, 0 = none) on event waits (aclrtSetOpWaitTimeout): a stream wait blocked
+    longer in modelled time fails with 107020 at the next synchronize."""
     value = as_int("timeout", timeout)
     if value < 0:
         raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be >= 0 s, got {value}")
     runtime()
     STATE.op_wait_timeout_s = value
+    apply_to_open_devices()
 
 
 @api()
 def set_op_execute_timeout(timeout: int) -> None:
-    """Limit (seconds, 0 = none) on one operator's execution (aclrtSetOpExecuteTimeOut)."""
+    """Limit (seconds, 0 = none) on one operator's execution (aclrtSetOpExecuteTimeOut): a kernel
+    whose modelled run time passes it fails with 507014 (AI Core) or 507034 (vector core)."""
     value = as_int("timeout", timeout)
-    if value < 0:
-        raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be >= 0 s, got {value}")
+    if not 0 <= value <= MAX_EXECUTE_TIMEOUT_S:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"timeout must be 0..{MAX_EXECUTE_TIMEOUT_S} s, got {value}")
     runtime()
     STATE.op_execute_timeout_s = value
+    apply_to_open_devices()
 
 
 def _level_ok(level: object) -> bool:

@@ -63,6 +63,7 @@ class FacadeState:
         self.events: HandleTable[EventEntry] = HandleTable(Kind.EVENT)
         self.op_wait_timeout_s = 0
         self.op_execute_timeout_s = 0
+        self.saturation = False  # aclrtSetDeviceSatMode(SATURATION) in force
         self.dump: DumpSession | None = None  # from the "dump" section of acl.init's acl.json
 
     def flush_dump(self) -> None:
@@ -77,6 +78,7 @@ class FacadeState:
         self.events.clear()
         self.op_wait_timeout_s = 0
         self.op_execute_timeout_s = 0
+        self.saturation = False
 
     def forget_device(self, device_id: int) -> None:
         """Drop handles of objects that lived on a reset device."""

@@ -72,6 +72,12 @@ from cannrt.acl._rt_memory import (
     memset,
     memset_async,
 )
+from cannrt.acl._rt_overflow import (
+    get_device_sat_mode,
+    get_overflow_status,
+    reset_overflow_status,
+    set_device_sat_mode,
+)
 from cannrt.acl._rt_stream import (
     create_stream,
     create_stream_with_config,
@@ -115,9 +121,11 @@ __all__ = [
     "get_device_count",
     "get_device_id_from_exception_info",
     "get_device_info",
+    "get_device_sat_mode",
     "get_error_code_from_exception_info",
     "get_last_error",
     "get_mem_info",
+    "get_overflow_status",
     "get_run_mode",
     "get_soc_name",
     "get_stream_id_from_exception_info",
@@ -151,8 +159,10 @@ __all__ = [
     "reset_device",
     "reset_device_force",
     "reset_event",
+    "reset_overflow_status",
     "set_context",
     "set_device",
+    "set_device_sat_mode",
     "set_exception_info_callback",
     "set_op_execute_timeout",
     "set_op_wait_timeout",

@@ -20,7 +20,14 @@ from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.core import DumpConfig, Runtime, get_runtime
 from cannrt.tools.dump import DumpWriter
 
-MODES = {"input": (True, False), "output": (False, True), "all": (True, True)}
+MODES = {"input": (True, False), "output": (False, True), "all": (True, True), "overflow": (False, False)}
+
+
+@dataclass
+class SessionConfig(DumpConfig):
+    """A dump configuration with the overflow switch (dump_mode "overflow" / acl.json dump_debug)."""
+
+    overflow: bool = False  # overflow detection on: a kernel raising a float exception fails and is dumped
 
 
 @dataclass
@@ -41,8 +48,10 @@ class DumpSession:
         self.config = config
         self.writer = DumpWriter(config.path, config.stats_only)
         runtime.dump_config = config
+        self.overflow = bool(getattr(config, "overflow", False))
         for device_id in list(runtime.devices):
             runtime.driver.dump_configure(device_id, config.inputs, config.outputs, config.exception)
+            runtime.driver.overflow_configure(device_id, self.overflow, self.overflow)
 
     def flush(self) -> list[Path]:
         """Write the dump records of every task completed by now."""
@@ -51,6 +60,8 @@ class DumpSession:
             for record in self.runtime.driver.dump_read(device_id, self.runtime.host_time_ns):
                 key = (record.device_id, record.stream_id, record.task_id)
                 written.append(self.writer.write(record, self.config.op_names.pop(key, record.kernel_name)))
+        if written:
+            self.writer.write_manifests()
         return written
 
     def stop(self) -> list[Path]:
@@ -58,23 +69,26 @@ class DumpSession:
         written = self.flush()
         self.runtime.dump_config = None
         for device_id in list(self.runtime.devices):
-            self.runtime.driver.dump_configure(device_id, False, False, False)
+            self.runtime.driver.dump_configure(device_id, False, False, True)  # exception dumps stay on
+            self.runtime.driver.overflow_configure(device_id, False, False)
         return written
 
 
 def config_of(
     path: str | Path, ops: Iterable[str] | None = None, mode: str = "all", data: str = "tensor", exception: bool = True
-) -> DumpConfig:
-    """A validated dump configuration (dump_path, dump_list, dump_mode, dump_data)."""
+) -> SessionConfig:
+    """A validated dump configuration (dump_path, dump_list, dump_mode, dump_data); mode
+    "overflow" turns overflow detection on and dumps only the kernels that overflow."""
     if mode not in MODES or data not in ("tensor", "stats"):
-        message = f"dump mode {mode!r} / data {data!r}: use input|output|all and tensor|stats"
+        message = f"dump mode {mode!r} / data {data!r}: use input|output|all|overflow and tensor|stats"
         raise CannError(ErrorCode.INVALID_PARAM, message)
     inputs, outputs = MODES[mode]
     selected = frozenset(ops) if ops is not None else None
-    return DumpConfig(str(path), selected, inputs, outputs, data == "stats", exception)
+    overflow = mode == "overflow"
+    return SessionConfig(str(path), selected, inputs, outputs, data == "stats", exception, overflow=overflow)
 
 
-def config_from_acl_json(section: Mapping[str, Any]) -> DumpConfig:
+def config_from_acl_json(section: Mapping[str, Any]) -> SessionConfig:
     """The acl.json "dump" section: dump_path, dump_mode, dump_data, dump_op_switch ("on" dumps
     every op), dump_list [{"layer": [op names]}], dump_scene ("lite_exception": failures only)."""
     if not isinstance(section.get("dump_path"), str) or not section["dump_path"]:
@@ -86,6 +100,8 @@ def config_from_acl_json(section: Mapping[str, Any]) -> DumpConfig:
                        str(section.get("dump_data", "tensor")))  # fmt: skip
     if section.get("dump_scene") == "lite_exception":
         config.ops = frozenset()
+    if str(section.get("dump_debug", "off")).lower() == "on":  # CANN's overflow detection switch
+        config.overflow = True
     return config
 
 

@@ -25,7 +25,7 @@ def pool_of(context: Context) -> CachingAllocator:
             lambda address: memory_ops.free(context, address),
             lambda stream: _record(context, stream),
             _done,
-            lambda address, nbytes: context.runtime.driver.mem_annotate(context.asid, address, nbytes),
+            context.note_block,  # the MMU checks accesses against the block; reports name it
         )
     assert isinstance(pool, CachingAllocator)
     return pool

@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from cannrt.tools.compare import compare_dirs, first_divergent, write_csv
+from cannrt.tools.compare import compare_dirs, first_divergent, first_nan_inf, write_csv
+from cannrt.tools.dump import load_dump_dir
 from cannrt.tools.reference import write_reference_dump
 
 
@@ -56,4 +57,10 @@ def run_compare(npu_dir: str, bench_dir: str | None, out: str | None) -> int:
     else:
         console.print(f"[red]first divergent op: {divergent.op_name} ({divergent.op_type}), task {divergent.task_id} "
                       f"on stream {divergent.stream_id}, file {divergent.path.name}[/red]")  # fmt: skip
+    produced = first_nan_inf(load_dump_dir(npu_dir))
+    if produced is None:
+        console.print("no op produced NaN/Inf")
+    else:
+        where = f"task {produced.task_id} on stream {produced.stream_id}, file {produced.path.name}"
+        console.print(f"[red]first op that produced NaN/Inf: {produced.op_name} ({produced.op_type}), {where}[/red]")
     return 0 if all(r.reached for r in rows) else 1

@@ -6,7 +6,6 @@ so host Python work overlaps device compute in wall time. Modelled time is not d
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import TYPE_CHECKING
 
@@ -19,17 +18,26 @@ from cannrt.abi import (
     CoreKind,
     DumpMode,
     DumpRecord,
-    DumpTensor,
     ErrorType,
     KernelSqe,
     SdmaOp,
     SdmaSqe,
     SqeType,
-    TensorArg,
-    tensor_nbytes,
 )
+from cannrt.device.access_site import SourceLine, caller_line, line_of_traceback
+from cannrt.device.copies import copy_parts, host_array
+from cannrt.device.dumps import capture, exception_dump, new_dump
 from cannrt.device.fabric import Fabric
-from cannrt.device.memory import AddressSpace, DeviceFault
+from cannrt.device.kernel_faults import (
+    argument_message,
+    argument_site,
+    misaligned_site,
+    overflow_bits,
+    overflow_site,
+    saturate,
+)
+from cannrt.device.memory import DeviceFault
+from cannrt.device.reports import FaultSite
 from cannrt.device.task import Task
 from cannrt.device.views import ArgumentFault, ArgumentViews
 from cannrt.errors import ErrorCode
@@ -42,6 +50,8 @@ if TYPE_CHECKING:
     from cannrt.device.timeline import Timeline
 
 AICORE_EXCEPTION = int(ErrorCode.RT_AICORE_EXCEPTION)
+AICORE_OVER_FLOW = int(ErrorCode.RT_AICORE_OVER_FLOW)
+AIVEC_OVER_FLOW = int(ErrorCode.RT_AIVEC_OVER_FLOW)
 VECTOR_CORE_EXCEPTION = int(ErrorCode.RT_VECTOR_CORE_EXCEPTION)
 SYS_DMA = int(ErrorCode.RT_SYS_DMA)
 KERNEL_LOOKUP = int(ErrorCode.RT_KERNEL_LOOKUP)
@@ -55,15 +65,6 @@ _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_TYPES = (int(SqeType.EVENT_RECORD), int(SqeType.EVENT_WAIT), int(SqeType.WRITE_VALUE))
 QUIET_S = 0.0005  # a gap between doorbells this long means the host stopped submitting
 IDLE_S = 0.2
-
-
-def host_array(address: int, nbytes: int) -> np.ndarray:
-    """A uint8 view of real host memory at a process address."""
-    if nbytes == 0:
-        return np.empty(0, dtype=np.uint8)
-    buffer = (ctypes.c_uint8 * nbytes).from_address(address)
-    view: np.ndarray = np.ctypeslib.as_array(buffer)
-    return view
 
 
 class Executor:
@@ -89,6 +90,8 @@ class Executor:
         self.blocked_sqs: dict[int, Task] = {}  # sq id -> blocking callback the host has not finished
         # one thread at a time runs tasks: the worker, or a host thread that waits for results
         self._run_lock = threading.Lock()
+        self._fp_flags = 0  # float exception flags the running kernel raised (numpy's bits)
+        self._fp_line: SourceLine | None = None  # the kernel line that raised the first of them
         self.thread = threading.Thread(target=self._loop, name=f"npu{device_id}-worker", daemon=True)
 
     def start(self) -> None:
@@ -107,7 +110,7 @@ class Executor:
         While the host is busy submitting, the worker stays out of its way: on a real chip the
         device's work costs the host no CPU, here it shares the interpreter with the host.
         """
-        with np.errstate(all="ignore"):  # like the NPU: overflow gives inf, no warning
+        with self._float_flags():
             self._serve()
 
     def _serve(self) -> None:
@@ -143,11 +146,21 @@ class Executor:
         lock = self._sync.lock
         lock.release()
         try:
-            with np.errstate(all="ignore"):  # as on the worker thread
+            with self._float_flags():  # as on the worker thread
                 return self._drain_all()
         finally:
             self._run_lock.release()  # before the device lock: the worker takes them in this order
             lock.acquire()
+
+    def _float_flags(self) -> np.errstate:
+        """Like the vector unit: a float exception gives inf or nan, no warning, and sets a
+        status flag (the callback runs only when a flag is raised)."""
+        return np.errstate(all="call", under="ignore", call=self._float_flag)
+
+    def _float_flag(self, _kind: str, flag: int) -> None:
+        if not self._fp_flags:
+            self._fp_line = caller_line()
+        self._fp_flags |= flag
 
     def _drain_all(self) -> bool:
         progressed = False
@@ -245,69 +258,87 @@ class Executor:
         try:
             values, scatter = self._views.of(task.sq.asid, task.args, kernel.outputs)
         except ArgumentFault as failed:
-            bits = ("MTE_WRITE_OVERFLOW",) if failed.fault.kind == "write" else ("MTE_READ_OVERFLOW",)
-            self._fail(task, self._core_error(sqe), ErrorType.AICORE, bits, str(failed), failed.index)
-            self._exception_dump(task, self._fabric.space(task.sq.asid))
+            self._argument_fault(task, sqe, failed)
             return
-        dump_mode = self._reports.dump_mode if sqe.flags & DUMP else 0
+        reports = self._reports
+        dump_mode = reports.dump_mode if sqe.flags & DUMP else 0
         if dump_mode:
-            task.dump = self._new_dump(task, kernel.name)
+            task.dump = new_dump(self.device_id, task, kernel.name)
             if dump_mode & _DUMP_INPUTS:
-                self._capture(task.dump, task.args, values, kernel.outputs, "input")
+                capture(task.dump, task.args, values, kernel.outputs, "input")
+        before = None
+        if reports.overflow_dump:  # the inputs as they were, in case the kernel overflows
+            before = new_dump(self.device_id, task, kernel.name)
+            capture(before, task.args, values, kernel.outputs, "input")
+        self._fp_flags = 0
         try:
             kernel.compute(*values)
+            if self._fp_flags:
+                self._float_exception(task, sqe, values, before)
             for gathered, parts in scatter:
                 copy_parts([gathered.reshape(-1).view(np.uint8)], parts)
         except Exception as exc:  # a kernel's own bug is an AI Core exception, not a crash
             self._kernel_raised(task, sqe, exc)
             return
         if dump_mode & _DUMP_OUTPUTS and task.dump is not None:
-            self._capture(task.dump, task.args, values, kernel.outputs, "output")
+            capture(task.dump, task.args, values, kernel.outputs, "output")
+
+    def _argument_fault(self, task: Task, sqe: KernelSqe, failed: ArgumentFault) -> None:
+        """The MMU refused a tensor argument (or its address is misaligned for its dtype)."""
+        assert task.kernel is not None
+        fault = failed.fault
+        if failed.misaligned:
+            site = misaligned_site(task.kernel, task.args, sqe.block_dim, failed.index, fault.kind == "write")
+            bits: tuple[str, ...] = ("MTE_ERR_ADDR_MISALIGN",)
+        else:
+            site = argument_site(task.kernel, task.args, sqe.block_dim, failed.index, fault)
+            bits = ("MTE_WRITE_OVERFLOW",) if fault.kind == "write" else ("MTE_READ_OVERFLOW",)
+        message = argument_message(fault, str(failed), failed.misaligned, site)
+        self._fail(task, self._core_error(sqe), ErrorType.AICORE, bits, message, site)
+        self._exception_dump(task)
+
+    def _float_exception(self, task: Task, sqe: KernelSqe, values: list[object], before: DumpRecord | None) -> None:
+        """The kernel raised float flags: the overflow status register keeps them; saturation
+        mode clamps the outputs; with overflow detection on, the task fails (207016 on the
+        vector cores, 207003 on the AI cores) and, in the "overflow" dump mode, is dumped."""
+        kernel = task.kernel
+        assert kernel is not None
+        flags, line = self._fp_flags, self._fp_line
+        self._fp_flags, self._fp_line = 0, None
+        reports = self._reports
+        reports.overflow_status |= flags
+        if not reports.overflow_check:
+            if reports.saturation:
+                saturate(kernel, values)
+            return
+        site = overflow_site(kernel, task.args, values, sqe.block_dim, line)
+        if reports.saturation:
+            saturate(kernel, values)
+        code = AIVEC_OVER_FLOW if sqe.core_kind == CoreKind.AIVEC else AICORE_OVER_FLOW
+        bits = overflow_bits(flags)
+        what = "division by zero" if "VEC_DIV0" in bits else "float overflow (inf/nan)"
+        self._fail(task, code, ErrorType.AICORE, bits, f"{what} in {kernel.name}: overflow detection", site)
+        if before is not None:
+            capture(before, task.args, values, kernel.outputs, "output")
+            task.dump = before
 
     def _kernel_raised(self, task: Task, sqe: KernelSqe, exc: Exception) -> None:
         """The kernel's own code raised: an AI Core error with an exception dump."""
-        self._fail(task, self._core_error(sqe), ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc))
-        self._exception_dump(task, self._fabric.space(task.sq.asid))
+        line = line_of_traceback(exc.__traceback__)
+        site = FaultSite(source=str(line) if line else "", line=line.line if line else 0)
+        self._fail(task, self._core_error(sqe), ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), repr(exc), site)
+        self._exception_dump(task)
 
-    def _new_dump(self, task: Task, kernel_name: str, exception: bool = False) -> DumpRecord:
-        sqe = task.sqe
-        scalars = tuple((i, a) for i, a in enumerate(task.args) if not isinstance(a, TensorArg))
-        return DumpRecord(
-            self.device_id,
-            sqe.stream_id,
-            task.task_id,
-            task.sq.sq_id,
-            kernel_name,
-            scalars=scalars,
-            exception=exception,
-        )
+    def tensors_of(self, task: Task) -> DumpRecord | None:
+        """An exception dump of a kernel task: what can be read of its tensors now."""
+        if task.kernel is None:
+            return None
+        return exception_dump(self.device_id, task, self._fabric.space(task.sq.asid))
 
-    @staticmethod
-    def _capture(
-        record: DumpRecord, args: tuple[object, ...], values: list[object], outputs: tuple[int, ...], role: str
-    ) -> None:
-        """Copy the inputs (before the kernel) or the outputs (after it) into the dump record."""
-        for index, (arg, value) in enumerate(zip(args, values, strict=True)):
-            if isinstance(arg, TensorArg) and (index in outputs) == (role == "output"):
-                data = value.tobytes() if isinstance(value, np.ndarray) else None
-                record.tensors.append(DumpTensor(index, role, arg.dtype, arg.shape, arg.address, data))
-
-    def _exception_dump(self, task: Task, space: AddressSpace) -> None:
+    def _exception_dump(self, task: Task) -> None:
         """On an AI Core error keep what can be read of every tensor argument (exception dump)."""
-        if not self._reports.exception_dump or task.kernel is None:
-            return
-        record = self._new_dump(task, task.kernel.name, exception=True)
-        for index, arg in enumerate(task.args):
-            if not isinstance(arg, TensorArg):
-                continue
-            role = "output" if index in task.kernel.outputs else "input"
-            nbytes = tensor_nbytes(arg)
-            try:
-                data: bytes | None = b"".join(p.tobytes() for p in space.segments(arg.address, nbytes, "read"))
-            except DeviceFault:
-                data = None
-            record.tensors.append(DumpTensor(index, role, arg.dtype, arg.shape, arg.address, data))
-        task.dump = record
+        if self._reports.exception_dump:
+            task.dump = self.tensors_of(task)
 
     @staticmethod
     def _core_error(sqe: KernelSqe) -> int:
@@ -343,21 +374,9 @@ class Executor:
         return space.segments(address, nbytes, kind)
 
     def _fail(
-        self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, arg_index: int = 0
+        self, task: Task, code: int, error_type: int, bits: tuple[str, ...], message: str, site: FaultSite | None = None
     ) -> None:
-        self._reports.fault(task, code, error_type, bits, message, arg_index)
-
-
-def copy_parts(source: list[np.ndarray], target: list[np.ndarray]) -> None:
-    """Copy bytes between two lists of uint8 views of equal total length."""
-    if len(source) == 1 and len(target) == 1:
-        np.copyto(target[0], source[0])
-        return
-    flat = np.concatenate(source) if len(source) > 1 else source[0]
-    offset = 0
-    for part in target:
-        part[...] = flat[offset : offset + part.size]
-        offset += part.size
+        self._reports.fault(task, code, error_type, bits, message, site)
 
 
 __all__ = ["Executor", "copy_parts", "host_array"]

@@ -43,6 +43,7 @@ class Npu:
         self.fetcher = Fetcher(self.code, fabric, self.reports, self.sync, self.timeline.on_fetched)
         self.executor = Executor(device_id, self.fetcher, fabric, self.reports, self.timeline, self.sync)
         self.sync.run_waiting = self.executor.run_waiting  # a waiting host thread runs real work too
+        self.reports.read_tensors = self.executor.tensors_of  # exception dumps the timeline decides
         self.executor.start()
 
     # -- queues ------------------------------------------------------------------------------
@@ -205,6 +206,30 @@ class Npu:
         """Which tensors kernels flagged DUMP capture, and whether faults dump."""
         self.reports.dump_mode = int(mode)
         self.reports.exception_dump = exception
+
+    def set_op_limits(self, execute_ns: int, wait_ns: int, now_ns: int) -> None:
+        """From host time now_ns on, kernels fail past execute_ns of modelled run time and event
+        waits past wait_ns blocked (0: no limit)."""
+        self.catch_up(now_ns)
+        with self.sync.lock:
+            self.reports.execute_limit_ns = execute_ns
+            self.reports.wait_limit_ns = wait_ns
+
+    def configure_overflow(self, check: bool, dump: bool) -> None:
+        """Overflow detection (a float exception fails its kernel) and the overflow dump."""
+        self.reports.overflow_check = check
+        self.reports.overflow_dump = dump
+
+    def set_saturation(self, on: bool) -> None:
+        """Saturation mode (aclrtSetDeviceSatMode): inf -> largest finite value, nan -> 0."""
+        self.reports.saturation = on
+
+    def overflow_status(self, reset: bool) -> bytes:
+        """The overflow status register (64 bytes); reset clears it afterwards."""
+        status = self.reports.read_overflow_status()
+        if reset:
+            self.reports.overflow_status = 0
+        return status
 
     def take_dumps(self, now_ns: int) -> list[DumpRecord]:
         """Dump records of tasks completed by host time now_ns (taken once)."""

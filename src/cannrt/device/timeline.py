@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 COMPLETE = 0  # completions first at an instant, so freed resources serve dispatches
 ARRIVE = 1
 RESOURCE = 2
+WAIT_EXPIRED = 3  # an event wait reached its op wait timeout (aclrtSetOpWaitTimeout)
 NEVER = 1 << 62
 ARRIVAL_JUMP = True
 """A lone SQ whose head arrives later, with nothing else pending, moves the clock there at once
@@ -92,6 +93,7 @@ class Timeline:
         self.l2 = L2Model(self.chip.l2_bytes)
         self.records: list[TaskRecord] | None = None
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
+        self._wait_deadlines: set[Task] = set()  # blocked event waits with a WAIT_EXPIRED pending
         self._kernel_costs = KernelCosts(self.chip, self.l2)
         self._one_core = {core: (core,) for heap in self.core_heaps.values() for _, core in heap}
         self._dispatch_ns = self.costs.dispatch_ns
@@ -123,6 +125,8 @@ class Timeline:
                     self._complete(item)  # type: ignore[arg-type]
                 elif kind == ARRIVE:
                     ready.add(item)  # type: ignore[arg-type]
+                elif kind == WAIT_EXPIRED:
+                    self._expire_wait(item)  # type: ignore[arg-type]
                 else:  # RESOURCE: an engine freed up for the SQs parked waiting for one
                     self._resource_wake = NEVER
                     ready.update(self._resource_waiters)
@@ -212,10 +216,30 @@ class Timeline:
         ready = value != 0 if sqe.mode == EventMode.BINARY else value >= sqe.value
         if ready:
             task.released = True
+            self._wait_deadlines.discard(task)
             self._sync.await_real(task)
             self._start(sq, task, self.now + self.costs.event_ns)
         else:
             self._event_waiters.setdefault(sqe.event_id, set()).add(sq)
+            limit = self._reports.wait_limit_ns  # aclrtSetOpWaitTimeout, judged in modelled time
+            if limit and task not in self._wait_deadlines:
+                self._wait_deadlines.add(task)
+                self._push(self.now + limit, WAIT_EXPIRED, task)
+
+    def _expire_wait(self, task: Task) -> None:
+        """A blocked event wait ran out of its op wait timeout: it fails, and its stream goes on."""
+        if task not in self._wait_deadlines:
+            return  # satisfied (or discarded) meanwhile
+        self._wait_deadlines.discard(task)
+        sq, sqe = task.sq, task.sqe
+        assert isinstance(sqe, EventSqe)
+        waiters = self._event_waiters.get(sqe.event_id)
+        if waiters is not None:
+            waiters.discard(sq)
+        self._reports.wait_timed_out(task)
+        task.released = True  # the worker may pass it now
+        self._sync.await_real(task)
+        self._start(sq, task, self.now)
 
     def _try_copy(self, sq: SubmissionQueue, task: Task) -> None:
         engine = min(range(len(self.sdma_free)), key=lambda e: (self.sdma_free[e], e))
@@ -238,9 +262,13 @@ class Timeline:
             self._park_for_resources(sq, heap[0][0])
             return
         start = now + self._dispatch_ns
+        first_core = heap[0][1]
         end = self._place_blocks(task, sqe, heap, start)
-        if task.fault is not None:
-            task.fault.core_id = task.cores[0]
+        limit = self._reports.execute_limit_ns  # aclrtSetOpExecuteTimeOut, judged in modelled time
+        if limit and end - start > limit and not task.status:
+            end = self._reports.timed_out(task, heap, start, first_core)
+        elif task.fault is not None:
+            self._reports.place_fault(task, heap)  # the core the faulting block ran on
         floor = start + self._kernel_floor_ns
         self._start(sq, task, end if end > floor else floor)
 

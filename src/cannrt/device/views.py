@@ -16,12 +16,21 @@ Scatter = list[tuple[np.ndarray, list[np.ndarray]]]  # outputs gathered over sev
 
 
 class ArgumentFault(Exception):
-    """Argument `index` is not accessible: `fault` says how."""
+    """Argument `index` is not accessible: `fault` says how (`misaligned`: its address is not a
+    multiple of its dtype's size, MTE_ERR_ADDR_MISALIGN)."""
 
-    def __init__(self, index: int, fault: DeviceFault) -> None:
-        super().__init__(str(fault))
+    def __init__(self, index: int, fault: DeviceFault, misaligned: bool = False, itemsize: int = 1) -> None:
+        if misaligned:
+            text = (
+                f"misaligned {fault.kind} of {fault.nbytes} bytes at 0x{fault.address:x}: "
+                f"not a multiple of the {itemsize}-byte element size"
+            )
+        else:
+            text = str(fault)
+        super().__init__(text)
         self.index = index
         self.fault = fault
+        self.misaligned = misaligned
 
 
 class ArgumentViews:
@@ -55,6 +64,11 @@ class ArgumentViews:
         scatter: Scatter = []
         for index, arg in enumerate(args):
             if arg.__class__ is TensorArg:
+                itemsize = numpy_dtype(arg.dtype).itemsize
+                if arg.address % itemsize:
+                    kind = "write" if index in outputs else "read"
+                    fault = DeviceFault(kind, arg.address, tensor_nbytes(arg), None, space.asid)
+                    raise ArgumentFault(index, fault, misaligned=True, itemsize=itemsize)
                 try:
                     values.append(self._tensor(space, arg, index in outputs, scatter))
                 except DeviceFault as fault:

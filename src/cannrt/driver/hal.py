@@ -266,6 +266,23 @@ class Driver(MemoryCalls):
         mode = (DumpMode.INPUTS if inputs else DumpMode.NONE) | (DumpMode.OUTPUTS if outputs else DumpMode.NONE)
         self._npu(dev).configure_dump(mode, exception)
 
+    def op_timeout_configure(self, dev: int, execute_ns: int, wait_ns: int, now_ns: int) -> None:
+        """The kernel execute limit and the event wait limit in modelled ns (0: none), from host
+        time now_ns on."""
+        self._npu(dev).set_op_limits(execute_ns, wait_ns, now_ns)
+
+    def overflow_configure(self, dev: int, check: bool, dump: bool) -> None:
+        """Overflow detection (a float exception fails its kernel) and the overflow dump."""
+        self._npu(dev).configure_overflow(check, dump)
+
+    def saturation_configure(self, dev: int, on: bool) -> None:
+        """Saturation mode of the float units (aclrtSetDeviceSatMode)."""
+        self._npu(dev).set_saturation(on)
+
+    def overflow_status(self, dev: int, reset: bool = False) -> bytes:
+        """The 64-byte overflow status register (reset: cleared after reading)."""
+        return self._npu(dev).overflow_status(reset)
+
     def dump_read(self, dev: int, now_ns: int) -> list[DumpRecord]:
         """Dump records of tasks completed by host time now_ns (taken once)."""
         return self._npu(dev).take_dumps(now_ns)

@@ -1,4 +1,4 @@
-"""Built-in kernels: add, mul, relu, gelu, softmax, matmul, cast, spin.
+"""Built-in kernels: add, mul, div, relu, gelu, softmax, matmul, cast, spin.
 
 Each computes real results with numpy on views of device memory and states its work for the
 cost model. Arguments: tensors first (inputs, then the output), scalars after.
@@ -88,6 +88,11 @@ def _add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
 
 def _mul(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
     np.multiply(x, y, out=out, casting="unsafe")
+
+
+def _div(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    """x / y; y == 0 gives inf (or nan for 0 / 0) and raises the divide-by-zero flag."""
+    np.divide(x, y, out=out, casting="unsafe")
 
 
 def _relu(x: np.ndarray, out: np.ndarray) -> None:
@@ -183,6 +188,7 @@ def _check_spin(specs: ArgSpecs) -> None:
 
 ADD = _elementwise("add", 3, 1.0, _add)
 MUL = _elementwise("mul", 3, 1.0, _mul)
+DIV = _elementwise("div", 3, 1.0, _div)
 RELU = _elementwise("relu", 2, 1.0, _relu)
 GELU = _elementwise("gelu", 2, 8.0, _gelu)
 CAST = _elementwise("cast", 2, 1.0, _cast)

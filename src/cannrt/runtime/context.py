@@ -13,6 +13,8 @@ from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.event import Event
 from cannrt.runtime.stream import Stream
 from cannrt.runtime.tracing import api_call
+from cannrt.tools.allocations import UserAllocations
+from cannrt.tools.dump import exception_dump_root, shared_writer
 from cannrt.tools.exception_report import format_exception_record
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ class Context:
         self.lock = threading.RLock()
         self.streams: dict[int, Stream] = {}  # sq id -> stream
         self.events: set[Event] = set()
-        self.allocations: dict[int, int] = {}  # user VA -> requested bytes
+        self.allocations = UserAllocations()  # user VA -> requested bytes (with call sites and frees)
         self._internal: set[int] = set()
         self.memory_pool: object | None = None  # the API's caching pool (cannrt.api.pools)
         self.sticky_code = 0
@@ -94,6 +96,12 @@ class Context:
         self._internal.add(va)
         return va
 
+    def note_block(self, address: int, nbytes: int) -> None:
+        """A memory pool handed out a block: the MMU checks accesses against it, and fault
+        reports name it as a user allocation."""
+        self.allocations.note_block(address, nbytes)
+        self.runtime.driver.mem_annotate(self.asid, address, nbytes)
+
     def free_internal(self, va: int) -> None:
         """Free runtime-internal memory."""
         if va in self._internal:
@@ -120,6 +128,8 @@ class Context:
         new_records = driver.exceptions(self.device_id, self._exceptions_seen)
         self._exceptions_seen += len(new_records)
         self.exception_records.extend(r for r in new_records if r.sq_id in self.streams)
+        if new_records and self.runtime.dump_config is None:
+            self._write_exception_dumps()
         for cqe in decode_cqes(data):
             if not cqe.error_code:
                 continue
@@ -135,11 +145,32 @@ class Context:
             self.runtime.report_exception(self, cqe)
 
     def error_report(self, stream: Stream | None) -> str:
-        """The CANN-style report of the newest fault on stream (or in the context)."""
+        """The CANN-style report of the newest fault on stream (or in the context), with the
+        user allocation the access overran or missed (AddressSanitizer style)."""
         for record in reversed(self.exception_records):
             if stream is None or record.sq_id == stream.sq_id:
-                return format_exception_record(record)
+                return format_exception_record(record, self._allocation_lines(record))
         return ""
+
+    def _allocation_lines(self, record: ExceptionRecord) -> list[str]:
+        if not record.access_kind or "MTE_ERR_ADDR_MISALIGN" in record.error_bits:
+            return []
+        owner = self.runtime.driver.mem_owner(record.access_address)
+        if owner is not None and owner != (self.device_id, self.asid):
+            return [f"  0x{record.access_address:x} belongs to another context (device {owner[0]}), not this one"]
+        return self.allocations.describe(record.access_address, record.access_size, record.access_kind)
+
+    def _write_exception_dumps(self) -> None:
+        """Without a dump session, a fault's exception dump goes to CANN's default place
+        (exception_dump_root(); CANNRT_EXCEPTION_DUMP=0 turns it off)."""
+        root = exception_dump_root()
+        records = self.runtime.driver.dump_read(self.device_id, self.runtime.clock.now_ns)
+        if root is None:
+            return
+        writer = shared_writer(root)
+        written = [writer.write(r, r.kernel_name) for r in records if r.exception]
+        if written:
+            writer.write_manifests()
 
     # -- teardown ----------------------------------------------------------------------------
     def destroy(self) -> None:

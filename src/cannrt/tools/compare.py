@@ -1,4 +1,5 @@
-"""Accuracy compare of two dumps, as msprobe does it, and the first divergent op.
+"""Accuracy compare of two dumps, as msprobe does it, the first divergent op, and the first op
+that produced NaN or Inf.
 
 Relative error = |npu - bench| / |bench| (epsilon where bench is 0); the ratios count elements
 with relative error < 0.001 and < 0.005. Verdict "No" if (Cosine < 0.99 and MaxAbsErr > 0.001)
@@ -124,6 +125,22 @@ def first_divergent(rows: list[CompareRow]) -> DumpedOp | None:
         inputs_pass = all(r.reached for r in op_rows if r.npu.role == "input")
         outputs_fail = any(not r.reached for r in op_rows if r.npu.role == "output")
         if inputs_pass and outputs_fail:
+            return op
+    return None
+
+
+def _finite(tensor: DumpedTensor) -> bool:
+    """False if the tensor holds NaN or Inf (read from its data, or its statistics)."""
+    if tensor.array is not None:
+        return bool(np.all(np.isfinite(tensor.array.astype(np.float64))))
+    return all(math.isfinite(v) for v in tensor.stats.values())
+
+
+def first_nan_inf(ops: list[DumpedOp]) -> DumpedOp | None:
+    """The earliest op (in execution order) that produced NaN or Inf: an output holds one while
+    every input is finite (ops that only pass one along are not blamed)."""
+    for op in ops:
+        if all(_finite(t) for t in op.role("input")) and not all(_finite(t) for t in op.role("output")):
             return op
     return None
 

@@ -27,7 +27,7 @@ def _widen(array: np.ndarray) -> np.ndarray:
 def reference_outputs(op: DumpedOp) -> list[np.ndarray] | None:
     """The op's outputs recomputed in float64 from its dumped inputs (None if it cannot be)."""
     try:
-        kernel = get_kernel(op.op_type)
+        kernel = get_kernel(op.kernel)
     except KeyError:
         return None
     by_index: dict[int, np.ndarray] = {}
@@ -37,7 +37,7 @@ def reference_outputs(op: DumpedOp) -> list[np.ndarray] | None:
         if tensor.role == "input":
             by_index[tensor.index] = _widen(tensor.array)
         else:
-            dtype = tensor.dtype if op.op_type in KEEP_OUTPUT_DTYPE else _widen(np.zeros(0, tensor.dtype)).dtype
+            dtype = tensor.dtype if op.kernel in KEEP_OUTPUT_DTYPE else _widen(np.zeros(0, tensor.dtype)).dtype
             by_index[tensor.index] = np.zeros(tensor.shape, dtype)
     args: dict[int, object] = {**by_index, **dict(op.scalars)}
     kernel.compute(*(args[i] for i in sorted(args)))
@@ -63,9 +63,9 @@ def write_reference_dump(npu_dir: str | Path, bench_dir: str | Path) -> list[Pat
                 "shape": list(array.shape), "address": 0, "readable": True, "stats": tensor_stats(array),
             })  # fmt: skip
         meta = {
-            "op_type": op.op_type, "op_name": op.op_name, "occurrence": op.occurrence, "task_id": op.task_id,
-            "stream_id": op.stream_id, "timestamp_us": op.timestamp_us, "status": 0, "exception": False,
-            "tensors": tensors, "scalars": [list(pair) for pair in op.scalars],
+            "op_type": op.op_type, "kernel": op.kernel, "op_name": op.op_name, "occurrence": op.occurrence,
+            "task_id": op.task_id, "stream_id": op.stream_id, "timestamp_us": op.timestamp_us, "status": 0,
+            "exception": False, "tensors": tensors, "scalars": [list(pair) for pair in op.scalars],
         }  # fmt: skip
         target = Path(bench_dir) / op.path.relative_to(Path(npu_dir))
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,125 @@
+"""Planted float faults on the vector unit: a division by zero and an fp16 overflow, with CANN's
+overflow detection on (the "overflow" dump mode) and off (inf/nan, or saturation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+from fault_helpers import check_after_fault, line_of, only_record, sync_error
+
+import cannrt
+from cannrt import CannError, ErrorCode
+from cannrt.kernels import builtins
+from cannrt.tools.dump import load_dump_dir
+from cannrt.tools.manifest import load_manifest
+
+if TYPE_CHECKING:
+    from conftest import Npu
+
+AIVEC_OVER_FLOW = int(ErrorCode.RT_AIVEC_OVER_FLOW)
+DIV_LINE = line_of(builtins._div, "np.divide")
+MUL_LINE = line_of(builtins._mul, "np.multiply")
+COUNT = 8 * 4096  # 8 tiling units: with block_dim 8, one per block
+
+
+def _upload(npu: Npu, values: np.ndarray) -> tuple[int, object]:
+    va = npu.upload(values)
+    return va, npu.tensor(va, values.shape, values.dtype)
+
+
+def test_a_division_by_zero_with_overflow_detection_fails_with_207016(npu: Npu, tmp_path: Path) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    divisor = np.ones(COUNT, np.float32)
+    divisor[5 * 4096 + 3] = 0.0  # in block 5's share
+    _, x = _upload(npu, np.ones(COUNT, np.float32))
+    _, y = _upload(npu, divisor)
+    out, z = _upload(npu, np.zeros(COUNT, np.float32))
+    with pytest.raises(CannError) as at_exit, cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
+        npu.launch(stream, "div", x, y, z, block_dim=8)
+        error = sync_error(stream)
+    assert error.code == at_exit.value.code == AIVEC_OVER_FLOW == 207016
+    record = only_record(ctx)
+    assert record.error_bits == ("VEC_DIV0",)
+    assert (record.block_index, record.block_dim) == (5, 8)
+    assert (record.arg_index, record.arg_name, record.tensor) == (2, "out", f"float32[{COUNT}]")
+    assert record.fault_address == out + (5 * 4096 + 3) * 4  # the first non-finite result
+    assert record.source == f"{builtins.__file__}:{DIV_LINE} in _div"
+    assert record.pc_current == record.pc_start + 4 * DIV_LINE
+    text = str(error)
+    assert "vec error info: 0x1," in text  # VEC_DIV0
+    assert "errorStr: division by zero in div: overflow detection" in text
+    (dumped,) = load_dump_dir(tmp_path)  # the overflow dump holds the failing op only
+    assert dumped.op_type == "RealDiv" and dumped.status == AIVEC_OVER_FLOW
+    assert [t.label for t in dumped.tensors] == ["input.0", "input.1", "output.2"]
+    output = dumped.tensors[2].array
+    assert output is not None and np.isinf(output[5 * 4096 + 3])
+    manifest = load_manifest(tmp_path / "0")
+    assert list(manifest["data"]) == ["RealDiv.div.0.forward"]
+    (output_entry,) = manifest["data"]["RealDiv.div.0.forward"]["output"]
+    assert output_entry["data_name"] == "RealDiv.div.0.forward.output.2.npy"
+    assert (Path(manifest["dump_data_dir"]) / output_entry["data_name"]).is_file()
+    check_after_fault(npu, ctx, AIVEC_OVER_FLOW)
+
+
+def test_an_fp16_overflow_with_overflow_detection_fails_with_207016(npu: Npu, tmp_path: Path) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    values = np.full(COUNT, 2.0, np.float16)
+    values[7 * 4096] = 300.0  # 300 * 300 = 90000 > 65504, in the last block's share
+    _, x = _upload(npu, values)
+    out, z = _upload(npu, np.zeros(COUNT, np.float16))
+    with pytest.raises(CannError), cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
+        npu.launch(stream, "mul", x, x, z, block_dim=8)
+        error = sync_error(stream)
+    assert error.code == AIVEC_OVER_FLOW
+    record = only_record(ctx)
+    assert record.error_bits == ("VEC_INF_NAN",)
+    assert (record.block_index, record.arg_name, record.tensor) == (7, "out", f"float16[{COUNT}]")
+    assert record.fault_address == out + 7 * 4096 * 2
+    assert record.source == f"{builtins.__file__}:{MUL_LINE} in _mul"
+    assert "vec error info: 0x2," in str(error)  # VEC_INF_NAN
+    check_after_fault(npu, ctx, AIVEC_OVER_FLOW)
+
+
+def test_an_ai_core_overflow_with_overflow_detection_fails_with_207003(npu: Npu, tmp_path: Path) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    _, a = _upload(npu, np.full((16, 16), 100.0, np.float16))
+    _, c = _upload(npu, np.zeros((16, 16), np.float16))  # 16 x 100 x 100 = 160000 > 65504
+    with pytest.raises(CannError), cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
+        npu.launch(stream, "matmul", a, a, c)
+        error = sync_error(stream)
+    assert error.code == int(ErrorCode.RT_AICORE_OVER_FLOW) == 207003  # matmul runs on the AI cores
+    record = only_record(ctx)
+    assert record.error_bits == ("VEC_INF_NAN",) and record.arg_name == "out"
+    assert record.source.startswith(f"{builtins.__file__}:") and record.source.endswith(" in _matmul")
+    check_after_fault(npu, ctx, 207003)
+
+
+def test_without_detection_an_overflow_gives_inf_and_sets_the_overflow_status(npu: Npu) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    _, x = _upload(npu, np.full(16, 300.0, np.float16))
+    out, z = _upload(npu, np.zeros(16, np.float16))
+    assert npu.driver.overflow_status(0)[:8] == bytes(8)
+    npu.launch(stream, "mul", x, x, z)
+    stream.synchronize(timeout_ms=100)  # no error: the NPU's default inf/nan mode
+    assert np.isinf(npu.download(out, 16, np.float16)).all()
+    status = npu.driver.overflow_status(0, reset=True)
+    assert len(status) == 64 and int.from_bytes(status[:8], "little") == 2  # the overflow flag
+    assert npu.driver.overflow_status(0) == bytes(64)
+
+
+def test_saturation_mode_clamps_to_the_largest_finite_value(npu: Npu) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    npu.driver.saturation_configure(0, True)
+    _, x = _upload(npu, np.array([300.0, -300.0, 2.0], np.float16))
+    out, z = _upload(npu, np.zeros(3, np.float16))
+    npu.launch(stream, "mul", x, npu.tensor(npu.upload(np.array([300.0, 300.0, 2.0], np.float16)), (3,), "f2"), z)
+    stream.synchronize(timeout_ms=100)
+    assert npu.download(out, 3, np.float16).tolist() == [65504.0, -65504.0, 4.0]
