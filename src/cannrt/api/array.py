@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 FREES = [0]
 """Moves whenever a DeviceArray is freed: argument lists checked before must be checked again."""
+_FREE_LOCK = threading.Lock()  # one thread frees an array; two racing frees free it once
 
 
 class DeviceArray:
@@ -113,13 +115,15 @@ class DeviceArray:
         """Return the memory (aclrtFree); the array must not be used afterwards."""
         if not self.owned:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
-        if not self.freed:
+        with _FREE_LOCK:
+            if self.freed:
+                return
             self.freed = True
             FREES[0] += 1
-            if self.block is not None:
-                pools.pool_of(self.device.context).free(self.block)
-            else:
-                memory_ops.free(self.device.context, self.address)
+        if self.block is not None:
+            pools.free(self.device.context, self.block)
+        else:
+            memory_ops.free(self.device.context, self.address)
 
     def record_stream(self, stream: Stream) -> None:
         """The array is used on stream too: its memory is reused only after that work (PyTorch's

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cannrt.abi import CopyKind, SdmaOp
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
+from cannrt.memory.timeline import memory_timeline
 from cannrt.runtime import host_check
 from cannrt.runtime.tracing import api_call
 
@@ -76,20 +77,17 @@ def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pa
     nbytes = padded_size(size, policy) if pad else align_up(size, PADDING)
     driver = ctx.runtime.driver
     ctx.runtime.host_cost(ctx.runtime.settings.host_costs.malloc_ns)
-    huge = policy in (
-        MallocPolicy.HUGE_ONLY,
-        MallocPolicy.HUGE_ONLY_P2P,
-        MallocPolicy.HUGE1G_ONLY,
-        MallocPolicy.HUGE1G_ONLY_P2P,
-    )
+    giant = policy in (MallocPolicy.HUGE1G_ONLY, MallocPolicy.HUGE1G_ONLY_P2P)
+    huge = giant or policy in (MallocPolicy.HUGE_ONLY, MallocPolicy.HUGE_ONLY_P2P)
     first_huge = policy in (MallocPolicy.HUGE_FIRST, MallocPolicy.HUGE_FIRST_P2P) and nbytes > HUGE_THRESHOLD
     try:
-        va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge)
+        va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge, giant=giant)
     except OutOfMemoryError:
         if not first_huge:
             raise
         va = driver.mem_alloc(ctx.asid, nbytes, nbytes, False)  # huge pages first, then normal ones
     ctx.allocations[va] = size
+    record_event(ctx, "malloc", va, size)
     return va
 
 
@@ -104,9 +102,47 @@ def free(ctx: Context, va: int) -> None:
             else "is not the start of an allocation of this context"
         )
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"free: 0x{va:x} {where}")
-    del ctx.allocations[va]
+    size = ctx.allocations.pop(va)
+    ctx.runtime.driver.mem_free(ctx.asid, va)
+    record_event(ctx, "free", va, -size)
+
+
+def malloc_segment(ctx: Context, size: int) -> int:
+    """A pool segment: size bytes (a multiple of 2 MiB) of huge pages mapped page-exact, no
+    padding, so the pool's reserved bytes are exactly the HBM it holds (the driver call behind
+    aclrtMalloc without its padding rules)."""
+    ctx.check_alive()
+    ctx.check_sticky()
+    ctx.runtime.host_cost(ctx.runtime.settings.host_costs.malloc_ns)
+    return ctx.runtime.driver.mem_alloc(ctx.asid, size, size, True)
+
+
+def free_segment(ctx: Context, va: int) -> None:
+    """Give a pool segment back, after the work queued on the context's streams has run (as
+    cudaFree synchronises): queued work may still touch the segment's cached blocks."""
+    quiesce(ctx)
     ctx.runtime.driver.mem_free(ctx.asid, va)
 
+
+def quiesce(ctx: Context) -> None:
+    """Wait until the work queued so far on every stream of ctx has run, real work included
+    (the implicit synchronisation of aclrtUnmapMem and of a segment release)."""
+    with ctx.lock:
+        streams = [stream for stream in ctx.streams.values() if not stream.destroyed]
+    runtime = ctx.runtime
+    for stream in streams:
+        try:
+            result = runtime.driver.sq_wait(ctx.device_id, stream.sq_id, stream.tail, runtime.clock.now_ns, None)
+        except (CannError, KeyError):  # destroyed meanwhile: its SQ was drained or discarded
+            continue
+        runtime.waited(result)
+
+
+def record_event(ctx: Context, action: str, address: int, delta: int, pool: str = "malloc", stream: int = -1) -> None:
+    """Note an allocation (delta > 0) or free in the device's memory timeline."""
+    timeline = memory_timeline(ctx.runtime, ctx.device_id)
+    if timeline.enabled:
+        timeline.record(ctx.runtime.clock.now_ns, action, address, delta, pool, stream)
 
 def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
     """(free, total) bytes for a memory attribute (aclrtGetMemInfo)."""
@@ -117,12 +153,11 @@ def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
     if attr in (MemAttr.DDR_MEM, MemAttr.DDR_MEM_NORMAL, MemAttr.DDR_MEM_HUGE):
         page = os.sysconf("SC_PAGE_SIZE")
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
-    free, total, huge, normal = ctx.runtime.driver.mem_info(ctx.device_id)
+    free, total, _, _ = ctx.runtime.driver.mem_info(ctx.device_id)
     if attr == MemAttr.HBM_MEM_HUGE:
-        return free, total - normal
-    if attr == MemAttr.HBM_MEM_NORMAL:
-        return free, total - huge
-    return free, total
+        free_huge = ctx.runtime.driver.mem_free_pages(ctx.device_id)[1]
+        return free_huge, total  # wholly free 2 MiB frames
+    return free, total  # HBM_MEM and HBM_MEM_NORMAL: every free 4 KiB page
 
 
 Extent = tuple[int, int, int, int] | None  # (device, asid, start, valid bytes); None: host memory
@@ -278,29 +313,43 @@ def release_address(ctx: Context, va: int) -> None:
     ctx.runtime.driver.mem_release(ctx.asid, va)
 
 
-def malloc_physical(ctx: Context, size: int) -> int:
-    """Physical HBM pages in 2 MiB granules, returned as a handle (aclrtMallocPhysical)."""
+def malloc_physical(ctx: Context, size: int, *, giant: bool = False) -> int:
+    """Physical HBM pages in 2 MiB (giant: 1 GiB) granules, returned as a handle (aclrtMallocPhysical)."""
     ctx.check_alive()
+    ctx.check_sticky()
     if size <= 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"malloc_physical: size {size} must be > 0")
-    return ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True)
+    handle = ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True, giant=giant)
+    record_event(ctx, "malloc_physical", handle, align_up(size, (1 << 30) if giant else 2 << 20), "physical")
+    return handle
 
 
-def free_physical(ctx: Context, handle: int) -> None:
-    """Free physical pages by handle (aclrtFreePhysical)."""
+def free_physical(ctx: Context, handle: int, size: int = 0) -> None:
+    """Free physical pages by handle; refused while mapped (aclrtFreePhysical)."""
     ctx.runtime.driver.mem_physical_free(ctx.device_id, handle)
+    record_event(ctx, "free_physical", handle, -size, "physical")
 
 
-def map_memory(ctx: Context, va: int, size: int, offset: int, handle: int) -> None:
-    """Map physical pages behind part of a reservation (aclrtMapMem)."""
+def map_memory(ctx: Context, va: int, size: int, offset: int, handle: int, *, writable: bool = True) -> None:
+    """Map physical pages behind part of a reservation, only inside one (aclrtMapMem)."""
+    ctx.check_alive()
     if size <= 0 or offset < 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"map: size {size} must be > 0 and offset {offset} >= 0")
-    ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle)
+    ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle, writable)
 
 
 def unmap_memory(ctx: Context, va: int) -> None:
-    """Remove a mapping (aclrtUnmapMem)."""
+    """Remove a mapping (aclrtUnmapMem) once the work queued on the context's streams has run:
+    the unmap is deferred by an implicit synchronisation, as cuMemUnmap's is."""
+    ctx.check_alive()
+    quiesce(ctx)
     ctx.runtime.driver.mem_unmap(ctx.asid, va)
+
+
+def set_access(ctx: Context, va: int, writable: bool) -> None:
+    """Read-only or read-write access for a mapping made by map_memory (aclrtMemSetAccess)."""
+    ctx.check_alive()
+    ctx.runtime.driver.mem_set_access(ctx.asid, va, writable)
 
 
 def can_access_peer(runtime_device_count: int, device: int, peer: int) -> bool:
