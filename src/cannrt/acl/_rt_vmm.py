@@ -97,7 +97,7 @@ def _physical_of(handle: object) -> _Physical:
 def free_physical(handle: int) -> None:
     """Free physical memory from malloc_physical (aclrtFreePhysical)."""
     entry = _physical_of(handle)
-    memory_ops.free_physical(_context_on(entry.device_id), entry.driver_handle)
+    memory_ops.free_physical(_context_on(entry.device_id), entry.driver_handle, entry.size)
     _physical.remove(as_handle("handle", handle))
 
 
@@ -114,6 +114,31 @@ def map_mem(virt_ptr: int, size: int, offset: int, handle: int, flags: int) -> N
 def unmap_mem(virt_ptr: int) -> None:
     """Remove a mapping made by map_mem (aclrtUnmapMem)."""
     memory_ops.unmap_memory(current_context(), as_handle("virt_ptr", virt_ptr))
+
+
+ACCESS_FLAGS = {0: None, 1: False, 3: True}  # NONE (not modelled), READ, READWRITE (CUDA's values)
+
+
+@api()
+def mem_set_access(virt_ptr: int, size: int, desc: dict[str, Any] | list[dict[str, Any]]) -> None:
+    """Read-only (flags 1) or read-write (flags 3) access for the mapping at virt_ptr, as CUDA's
+    cuMemSetAccess: desc is {"flags": f, "location": {"id": device}} or a list of them (aclrtMemSetAccess)."""
+    va, nbytes = as_handle("virt_ptr", virt_ptr), as_int("size", size)
+    descs = desc if isinstance(desc, list) else [desc]
+    for one in descs:
+        if not isinstance(one, dict):
+            from cannrt.acl._state import ArgTypeError
+
+            raise ArgTypeError(f"desc must be a dict (aclrtMemAccessDesc), not {type(one).__name__}")
+    context = current_context()
+    for one in descs:
+        flags = one.get("flags")
+        if not isinstance(flags, int) or ACCESS_FLAGS.get(flags) is None:
+            raise fail(ErrorCode.RT_PARAM_INVALID, f"access flags must be 1 (READ) or 3 (READWRITE), got {flags!r}")
+        mapping = runtime().driver.mem_extent(va)
+        if nbytes <= 0 or mapping is None or va + nbytes > mapping[2] + mapping[3]:
+            raise fail(ErrorCode.RT_PARAM_INVALID, f"0x{va:x}+{nbytes} is not a mapped range")
+        memory_ops.set_access(context, va, bool(ACCESS_FLAGS[flags]))
 
 
 @api(0)

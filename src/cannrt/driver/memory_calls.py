@@ -254,6 +254,12 @@ class MemoryCalls:
             return space.device_id, space.asid, start, size
         return space.device_id, space.asid, mapping.va, space.contiguous_end(address) - mapping.va
 
+    def mem_freed(self, address: int) -> tuple[int, int] | None:
+        """(start, bytes) of the freed allocation, still in the VA quarantine, holding address."""
+        space = self.fabric.owner(address)
+        freed = space.freed_at(address) if space is not None else None
+        return None if freed is None else (freed.va, freed.valid)
+
     def mem_annotate(self, asid: int, address: int, size: int) -> None:
         """A caching pool handed out a block: the MMU checks accesses against the pool's blocks."""
         try:

@@ -215,6 +215,7 @@ def _check_range(ctx: Context, address: int, count: int, role: str, extent: Exte
     """Device memory: inside one allocation of this context or a peer; host memory: mapped
     (readable, and writable for a destination). RT_PARAM_INVALID with the numbers otherwise."""
     if extent is None:
+        _check_not_freed(ctx, address, role)
         if count == 0:
             return
         ok = host_check.writable(address, count) if write else host_check.readable(address, count)
@@ -242,10 +243,21 @@ def _check_range(ctx: Context, address: int, count: int, role: str, extent: Exte
         )
 
 
+def _check_not_freed(ctx: Context, address: int, role: str) -> None:
+    """A device address of a freed allocation (still quarantined): RT_PARAM_INVALID naming it."""
+    freed = ctx.runtime.driver.mem_freed(address)
+    if freed is not None:
+        message = f"{role} 0x{address:x} is {address - freed[0]} bytes inside a freed {freed[1]}-byte allocation"
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{message} at 0x{freed[0]:x}")
+
+
 def _checked_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> CopyKind:
     """Every check of a copy, each pointer located once; returns the resolved kind."""
     check_copy(ctx, dst, dst_max, src, count)
     src_extent, dst_extent = _locate(ctx, src), _locate(ctx, dst)
+    for extent, address, role in ((src_extent, src, "src"), (dst_extent, dst, "dst")):
+        if extent is None:
+            _check_not_freed(ctx, address, role)
     resolved = resolve_kind(kind, src_extent, dst_extent)
     _check_range(ctx, src, count, "src", src_extent, write=False)
     _check_range(ctx, dst, count, "dst", dst_extent, write=True)
