@@ -83,17 +83,39 @@ from cannrt.acl._rt_stream import (
     synchronize_stream,
     synchronize_stream_with_timeout,
 )
+from cannrt.acl._rt_mempool import (
+    free_async,
+    malloc_async,
+    mem_pool_create,
+    mem_pool_destroy,
+    mem_pool_free_async,
+    mem_pool_get_attr,
+    mem_pool_malloc_async,
+    mem_pool_set_attr,
+    mem_pool_trim_to,
+)
 from cannrt.acl._rt_vmm import (
     free_physical,
     malloc_physical,
     map_mem,
     mem_get_allocation_granularity,
+    mem_set_access,
     release_mem_address,
     reserve_mem_address,
     unmap_mem,
 )
 
 __all__ = [
+    "free_async",
+    "malloc_async",
+    "mem_pool_create",
+    "mem_pool_destroy",
+    "mem_pool_free_async",
+    "mem_pool_get_attr",
+    "mem_pool_malloc_async",
+    "mem_pool_set_attr",
+    "mem_pool_trim_to",
+    "mem_set_access",
     "create_context",
     "create_event",
     "create_event_ex_with_flag",

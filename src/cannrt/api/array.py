@@ -13,7 +13,7 @@ from cannrt.api.current import active_stream
 from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.caching import Block
-from cannrt.runtime import memory_ops
+from cannrt.runtime import memory_ops, stream_pools
 from cannrt.runtime.stream import Stream as RtStream
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class DeviceArray:
         self.device = device
         self.owned = owned  # False for views into a pool: free() is the pool's business
         self.block: Block | None = None  # set when the memory comes from the caching pool
+        self.ordered_on: RtStream | None = None  # set when it comes from a stream-ordered pool
         self.address = address
         self.shape = shape
         self.dtype = dtype
@@ -111,8 +112,9 @@ class DeviceArray:
             stream.synchronize()
         return host
 
-    def free(self) -> None:
-        """Return the memory (aclrtFree); the array must not be used afterwards."""
+    def free(self, stream: RtStream | None = None) -> None:
+        """Return the memory (aclrtFree; a stream-ordered array is freed on stream, by default
+        the one it was allocated on); the array must not be used afterwards."""
         if not self.owned:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
         with _FREE_LOCK:
@@ -122,6 +124,8 @@ class DeviceArray:
             FREES[0] += 1
         if self.block is not None:
             pools.free(self.device.context, self.block)
+        elif self.ordered_on is not None:
+            stream_pools.free_async(self.device.context, self.address, stream or self.ordered_on)
         else:
             memory_ops.free(self.device.context, self.address)
 

@@ -13,7 +13,7 @@ from collections.abc import Hashable
 
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 from cannrt.memory.caching import Block, CachingAllocator, PoolOutOfMemory
-from cannrt.runtime import memory_ops
+from cannrt.runtime import memory_ops, stream_pools
 from cannrt.runtime.context import Context
 from cannrt.runtime.event import Event as RtEvent
 from cannrt.runtime.stream import Stream as RtStream
@@ -23,13 +23,13 @@ _CREATE_LOCK = threading.Lock()
 
 def pool_of(context: Context) -> CachingAllocator:
     """The context's caching pool (created on first use, once even when threads race)."""
-    pool = context.memory_pool
+    holder = stream_pools.pools_of(context)
+    pool = holder.caching
     if pool is None:
         with _CREATE_LOCK:
-            pool = context.memory_pool
+            pool = holder.caching
             if pool is None:
-                pool = context.memory_pool = _new_pool(context)
-    assert isinstance(pool, CachingAllocator)
+                pool = holder.caching = _new_pool(context)
     return pool
 
 
