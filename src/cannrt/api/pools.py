@@ -13,7 +13,10 @@ from collections.abc import Hashable
 
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 from cannrt.memory.caching import Block, CachingAllocator, PoolOutOfMemory
+from cannrt.memory import summary_table as memory_summary
+from cannrt.memory.timeline import MemoryTimeline, memory_timeline
 from cannrt.runtime import memory_ops, stream_pools
+from cannrt.runtime.core import get_runtime
 from cannrt.runtime.context import Context
 from cannrt.runtime.event import Event as RtEvent
 from cannrt.runtime.stream import Stream as RtStream
@@ -114,3 +117,37 @@ def set_limit(context: Context, limit: int | float) -> int:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"limit {nbytes} bytes must be positive")
     pool_of(context).limit = nbytes
     return nbytes
+
+
+def _context_for(device: object) -> Context:
+    """The context of a Device, a device index, or (None) the calling thread's current context."""
+    runtime = get_runtime()
+    if device is None:
+        context = runtime.current_context_or_none()
+        return context if context is not None else runtime.set_device(0)
+    index = getattr(device, "index", device)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"device must be a Device or an index, not {device!r}")
+    context = getattr(device, "context", None)
+    if isinstance(context, Context):
+        return context
+    return runtime.device_state(index).default_context
+
+
+def _stats_for(device: object) -> tuple[int, dict[str, int], list[str]]:
+    context = _context_for(device)
+    stats = pool_of(context).memory_stats()
+    free, total = memory_ops.mem_info(context, memory_ops.MemAttr.HBM_MEM)
+    extra = [f"HBM: {free} bytes free of {total}"]
+    for pool_id, pool in sorted(stream_pools.pools_of(context).stream_ordered.items()):
+        extra.append(f"stream-ordered pool {pool_id}: {pool.used} bytes in use, {pool.reserved} reserved")
+    return context.device_id, stats, extra
+
+
+def _timeline_for(device: object) -> MemoryTimeline:
+    context = _context_for(device)
+    return memory_timeline(context.runtime, context.device_id)
+
+
+memory_summary.stats_source = _stats_for
+memory_summary.timeline_source = _timeline_for

@@ -14,6 +14,7 @@ import threading
 import weakref
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 RING_EVENTS = 65536  # events kept per device; older ones are dropped (the totals stay right)
 
@@ -69,17 +70,19 @@ class MemoryTimeline:
         with self._lock:
             self._events.clear()
 
-    def counter_track(self, pid: int, name: str = "HBM") -> list[dict[str, object]]:
+    def counter_track(self, pid: int, name: str = "HBM memory (bytes)", since_ns: int = 0) -> list[dict[str, Any]]:
         """Chrome-trace counter events (ph "C"): reserved and allocated bytes over host time."""
         return [
             {
                 "name": name,
                 "ph": "C",
                 "pid": pid,
+                "tid": 0,
                 "ts": event.time_ns / 1000,
                 "args": {"reserved": event.reserved, "allocated": event.allocated},
             }
             for event in self.events()
+            if event.time_ns >= since_ns
         ]
 
 
