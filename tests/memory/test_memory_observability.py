@@ -28,9 +28,10 @@ TORCH_KINDS = (
     "reserved_bytes",
     "segment",
 )
+STATS = ("current", "peak", "allocated", "freed")
 TORCH_KEYS = {
-    *(f"{k}.{p}.{s}" for k in TORCH_KINDS for p in ("all", "large_pool", "small_pool") for s in ("current", "peak", "allocated", "freed")),
-    *(f"{k}.{s}" for k in ("oversize_allocations", "oversize_segments") for s in ("current", "peak", "allocated", "freed")),
+    *(f"{k}.{p}.{s}" for k in TORCH_KINDS for p in ("all", "large_pool", "small_pool") for s in STATS),
+    *(f"{k}.{s}" for k in ("oversize_allocations", "oversize_segments") for s in STATS),
     "num_alloc_retries",
     "num_ooms",
     "num_sync_all_streams",

@@ -120,16 +120,17 @@ ACCESS_FLAGS = {0: None, 1: False, 3: True}  # NONE (not modelled), READ, READWR
 
 
 @api()
-def mem_set_access(virt_ptr: int, size: int, desc: dict[str, Any] | list[dict[str, Any]]) -> None:
+def mem_set_access(virt_ptr: int, size: int, desc: object) -> None:
     """Read-only (flags 1) or read-write (flags 3) access for the mapping at virt_ptr, as CUDA's
     cuMemSetAccess: desc is {"flags": f, "location": {"id": device}} or a list of them (aclrtMemSetAccess)."""
     va, nbytes = as_handle("virt_ptr", virt_ptr), as_int("size", size)
-    descs = desc if isinstance(desc, list) else [desc]
-    for one in descs:
+    descs: list[dict[str, Any]] = []
+    for one in desc if isinstance(desc, list) else [desc]:
         if not isinstance(one, dict):
             from cannrt.acl._state import ArgTypeError
 
             raise ArgTypeError(f"desc must be a dict (aclrtMemAccessDesc), not {type(one).__name__}")
+        descs.append(one)
     context = current_context()
     for one in descs:
         flags = one.get("flags")

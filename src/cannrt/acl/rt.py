@@ -72,17 +72,6 @@ from cannrt.acl._rt_memory import (
     memset,
     memset_async,
 )
-from cannrt.acl._rt_stream import (
-    create_stream,
-    create_stream_with_config,
-    destroy_stream,
-    destroy_stream_force,
-    set_stream_failure_mode,
-    stream_query,
-    stream_wait_event,
-    synchronize_stream,
-    synchronize_stream_with_timeout,
-)
 from cannrt.acl._rt_mempool import (
     free_async,
     malloc_async,
@@ -93,6 +82,17 @@ from cannrt.acl._rt_mempool import (
     mem_pool_malloc_async,
     mem_pool_set_attr,
     mem_pool_trim_to,
+)
+from cannrt.acl._rt_stream import (
+    create_stream,
+    create_stream_with_config,
+    destroy_stream,
+    destroy_stream_force,
+    set_stream_failure_mode,
+    stream_query,
+    stream_wait_event,
+    synchronize_stream,
+    synchronize_stream_with_timeout,
 )
 from cannrt.acl._rt_vmm import (
     free_physical,
@@ -106,16 +106,6 @@ from cannrt.acl._rt_vmm import (
 )
 
 __all__ = [
-    "free_async",
-    "malloc_async",
-    "mem_pool_create",
-    "mem_pool_destroy",
-    "mem_pool_free_async",
-    "mem_pool_get_attr",
-    "mem_pool_malloc_async",
-    "mem_pool_set_attr",
-    "mem_pool_trim_to",
-    "mem_set_access",
     "create_context",
     "create_event",
     "create_event_ex_with_flag",
@@ -130,6 +120,7 @@ __all__ = [
     "event_elapsed_time",
     "event_get_timestamp",
     "free",
+    "free_async",
     "free_host",
     "free_physical",
     "get_context",
@@ -150,6 +141,7 @@ __all__ = [
     "launch_host_func",
     "malloc",
     "malloc_align32",
+    "malloc_async",
     "malloc_cached",
     "malloc_host",
     "malloc_physical",
@@ -157,6 +149,14 @@ __all__ = [
     "mem_flush",
     "mem_get_allocation_granularity",
     "mem_invalidate",
+    "mem_pool_create",
+    "mem_pool_destroy",
+    "mem_pool_free_async",
+    "mem_pool_get_attr",
+    "mem_pool_malloc_async",
+    "mem_pool_set_attr",
+    "mem_pool_trim_to",
+    "mem_set_access",
     "memcpy",
     "memcpy2d",
     "memcpy_async",

@@ -12,12 +12,12 @@ import threading
 from collections.abc import Hashable
 
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
-from cannrt.memory.caching import Block, CachingAllocator, PoolOutOfMemory
 from cannrt.memory import summary_table as memory_summary
+from cannrt.memory.caching import Block, CachingAllocator, PoolOutOfMemory
 from cannrt.memory.timeline import MemoryTimeline, memory_timeline
 from cannrt.runtime import memory_ops, stream_pools
-from cannrt.runtime.core import get_runtime
 from cannrt.runtime.context import Context
+from cannrt.runtime.core import get_runtime
 from cannrt.runtime.event import Event as RtEvent
 from cannrt.runtime.stream import Stream as RtStream
 

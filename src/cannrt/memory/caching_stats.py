@@ -73,7 +73,9 @@ class PoolStats:
             for (kind, pool), entry in self.values.items()
             for stat, value in entry.items()
         }
-        stats.update({f"{kind}.{stat}": value for kind, entry in self.oversize.items() for stat, value in entry.items()})
+        stats.update(
+            {f"{kind}.{stat}": value for kind, entry in self.oversize.items() for stat, value in entry.items()}
+        )
         stats.update(self.counters)
         stats["max_split_size"] = self.max_split_size
         return dict(sorted(stats.items()))

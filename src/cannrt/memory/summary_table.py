@@ -29,6 +29,7 @@ ROWS = (
     ("NPU reserved segments", "segment", False),
     ("Non-releasable allocs", "inactive_split", False),
 )
+POOL_ROWS = (("all", ""), ("large_pool", "from large pool"), ("small_pool", "from small pool"))
 OVERSIZE_ROWS = (("Oversize allocations", "oversize_allocations"), ("Oversize NPU segments", "oversize_segments"))
 
 StatsSource = Callable[[object], tuple[int, dict[str, int], list[str]]]
@@ -58,7 +59,9 @@ def _row(title: str, cells: list[str]) -> str:
     return f"| {title:<22}|" + "|".join(f" {cell:^11}" for cell in cells) + "|"
 
 
-def format_summary(device: int, stats: dict[str, int], extra: list[str] | None = None, abbreviated: bool = False) -> str:
+def format_summary(
+    device: int, stats: dict[str, int], extra: list[str] | None = None, abbreviated: bool = False
+) -> str:
     """The summary table of one device's caching-pool statistics (the keys of memory_stats)."""
     title = f"cannrt NPU memory summary, device ID {device}"
     ooms, retries = f"NPU OOMs: {stats.get('num_ooms', 0)}", f"segment retries: {stats.get('num_alloc_retries', 0)}"
@@ -70,7 +73,11 @@ def format_summary(device: int, stats: dict[str, int], extra: list[str] | None =
         _line("="),
         _row("Metric", ["Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"]),
     ]
-    pools = (("all", ""),) if abbreviated else (("all", ""), ("large_pool", "from large pool"), ("small_pool", "from small pool"))
+    pools = (
+        (("all", ""),)
+        if abbreviated
+        else (("all", ""), ("large_pool", "from large pool"), ("small_pool", "from small pool"))
+    )
     for title, kind, is_bytes in ROWS:
         lines.append(_line())
         fmt = format_size if is_bytes else format_count

@@ -107,6 +107,7 @@ def free(ctx: Context, va: int) -> None:
     record_event(ctx, "free", va, -size)
 
 
+@api_call("aclrtMalloc")
 def malloc_segment(ctx: Context, size: int) -> int:
     """A pool segment: size bytes (a multiple of 2 MiB) of huge pages mapped page-exact, no
     padding, so the pool's reserved bytes are exactly the HBM it holds (the driver call behind
@@ -117,6 +118,7 @@ def malloc_segment(ctx: Context, size: int) -> int:
     return ctx.runtime.driver.mem_alloc(ctx.asid, size, size, True)
 
 
+@api_call("aclrtFree")
 def free_segment(ctx: Context, va: int) -> None:
     """Give a pool segment back (the pool made sure no queued work still touches it)."""
     ctx.runtime.driver.mem_free(ctx.asid, va)
@@ -141,6 +143,7 @@ def record_event(ctx: Context, action: str, address: int, delta: int, pool: str 
     timeline = memory_timeline(ctx.runtime, ctx.device_id)
     if timeline.enabled:
         timeline.record(ctx.runtime.clock.now_ns, action, address, delta, pool, stream)
+
 
 def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
     """(free, total) bytes for a memory attribute (aclrtGetMemInfo)."""
