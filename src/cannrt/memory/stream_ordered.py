@@ -243,10 +243,27 @@ class StreamOrderedPool:
         with self._lock:
             self._trim(keep)
 
+    def _coalesce(self, head: _Block) -> None:
+        """Merge neighbouring free blocks of a segment whose frees have both completed."""
+        block = head
+        while block.next is not None:
+            after = block.next
+            settled = not block.allocated and not after.allocated
+            settled = settled and all(b.event is None or self._done(b.event) for b in (block, after))
+            if settled:
+                self._free.remove(_key(block))
+                self._free.remove(_key(after))
+                block.event = after.event = None
+                block = _merge(block, after, after.stream, None)
+                bisect.insort(self._free, _key(block))
+            else:
+                block = after
+
     def _trim(self, keep: int) -> None:
         for address, (size, head) in sorted(self._segments.items(), key=lambda item: -item[1][0]):
             if self.reserved <= keep:
                 return
+            self._coalesce(head)
             if head.allocated or head.next is not None or head.size != size:
                 continue
             if head.event is not None and not self._done(head.event):
