@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import TYPE_CHECKING
 
@@ -40,7 +41,7 @@ class DeviceArray:
         self.shape = shape
         self.dtype = dtype
         self._spec: TensorArg | None = None  # tensor_arg(), made once
-        self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.nbytes = math.prod(shape) * dtype.itemsize
         self.freed = False
 
     def __repr__(self) -> str:

@@ -46,9 +46,13 @@ def _new_pool(context: Context) -> CachingAllocator:
         lambda: memory_ops.quiesce(context),
     )
 
+    timeline = memory_timeline(context.runtime, context.device_id)
+    clock = context.runtime.clock
+
     def on_event(action: str, address: int, delta: int, stream: Hashable) -> None:
-        stream_id = stream.stream_id if isinstance(stream, RtStream) else -1
-        memory_ops.record_event(context, action, address, delta, "caching", stream_id)
+        if timeline.enabled:
+            stream_id = stream.stream_id if isinstance(stream, RtStream) else -1
+            timeline.record(clock.now_ns, action, address, delta, "caching", stream_id)
 
     pool.on_event = on_event
     return pool

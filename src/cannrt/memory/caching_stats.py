@@ -34,18 +34,23 @@ class PoolStats:
     """Current, peak, allocated and freed of every kind, per pool and for all pools."""
 
     def __init__(self) -> None:
-        self.values: dict[tuple[str, str], dict[str, int]] = {
-            (kind, pool): dict.fromkeys(STATS, 0) for kind in KINDS for pool in ("all", *POOLS)
+        # [current, peak, allocated, freed] of each (kind, pool)
+        self.values: dict[tuple[str, str], list[int]] = {
+            (kind, pool): [0, 0, 0, 0] for kind in KINDS for pool in ("all", *POOLS)
         }
-        self.oversize: dict[str, dict[str, int]] = {kind: dict.fromkeys(STATS, 0) for kind in OVERSIZE}
+        # what one change moves: the total's entry and the pool's
+        self._pairs = {
+            (kind, pool): (self.values[(kind, "all")], self.values[(kind, pool)]) for kind in KINDS for pool in POOLS
+        }
+        self.oversize: dict[str, list[int]] = {kind: [0, 0, 0, 0] for kind in OVERSIZE}
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.max_split_size = -1
 
     def change(self, pool: str, kind: str, delta: int) -> None:
         """Move a kind's current value in pool (and in all) by delta."""
         if delta:
-            for target in ("all", pool):
-                _move(self.values[(kind, target)], delta)
+            for entry in self._pairs[(kind, pool)]:
+                _move(entry, delta)
 
     def change_oversize(self, kind: str, delta: int) -> None:
         """Move an oversize count by delta."""
@@ -53,17 +58,17 @@ class PoolStats:
 
     def current(self, kind: str, pool: str = "all") -> int:
         """The current value of a kind."""
-        return self.values[(kind, pool)]["current"]
+        return self.values[(kind, pool)][0]
 
     def reset_peaks(self) -> None:
         """Peaks start again from the current values (torch.cuda.reset_peak_memory_stats)."""
         for entry in (*self.values.values(), *self.oversize.values()):
-            entry["peak"] = entry["current"]
+            entry[1] = entry[0]
 
     def reset_accumulated(self) -> None:
         """Allocated/freed totals and counters restart (torch.cuda.reset_accumulated_memory_stats)."""
         for entry in (*self.values.values(), *self.oversize.values()):
-            entry["allocated"] = entry["freed"] = 0
+            entry[2] = entry[3] = 0
         self.counters = dict.fromkeys(COUNTERS, 0)
 
     def flat(self) -> dict[str, int]:
@@ -71,17 +76,20 @@ class PoolStats:
         stats = {
             f"{kind}.{pool}.{stat}": value
             for (kind, pool), entry in self.values.items()
-            for stat, value in entry.items()
+            for stat, value in zip(STATS, entry, strict=True)
         }
-        stats.update(
-            {f"{kind}.{stat}": value for kind, entry in self.oversize.items() for stat, value in entry.items()}
-        )
+        for kind, entry in self.oversize.items():
+            stats.update({f"{kind}.{stat}": value for stat, value in zip(STATS, entry, strict=True)})
         stats.update(self.counters)
         stats["max_split_size"] = self.max_split_size
         return dict(sorted(stats.items()))
 
 
-def _move(entry: dict[str, int], delta: int) -> None:
-    entry["current"] += delta
-    entry["peak"] = max(entry["peak"], entry["current"])
-    entry["allocated" if delta > 0 else "freed"] += abs(delta)
+def _move(entry: list[int], delta: int) -> None:
+    current = entry[0] = entry[0] + delta
+    if current > entry[1]:
+        entry[1] = current
+    if delta > 0:
+        entry[2] += delta
+    else:
+        entry[3] -= delta

@@ -18,3 +18,6 @@ class ContextPools:
     # destroyed pools with allocations still outstanding: released when the last one is freed
     retiring: list[StreamOrderedPool] = field(default_factory=list)
     next_id: int = 1
+    # events a stream-ordered pool inserted to order a reuse, each with the points (opaque to
+    # this layer) that must be passed before it can be destroyed
+    events: list[tuple[object, tuple[object, ...]]] = field(default_factory=list)

@@ -13,8 +13,7 @@ import sys
 import threading
 import weakref
 from collections import deque
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 RING_EVENTS = 65536  # events kept per device; older ones are dropped (the totals stay right)
 
@@ -23,8 +22,7 @@ _RESERVED = {"malloc", "free", "segment_alloc", "segment_free", "malloc_physical
 _ALLOCATED = {"malloc", "free", "block_alloc", "block_free"}
 
 
-@dataclass(frozen=True)
-class MemoryEvent:
+class MemoryEvent(NamedTuple):
     """One allocation (delta > 0) or free (delta < 0)."""
 
     time_ns: int  # modelled host clock

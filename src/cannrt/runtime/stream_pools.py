@@ -10,7 +10,8 @@ cuMemPoolDestroy).
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 from cannrt.memory.context_pools import ContextPools
@@ -42,9 +43,9 @@ def create(context: Context, max_size: int | None = None) -> int:
     pool = StreamOrderedPool(
         lambda nbytes: memory_ops.malloc_segment(context, nbytes),
         lambda address: memory_ops.free_segment(context, address),
-        lambda stream: _record(context, stream),
+        _record,
         _done,
-        _wait,
+        _waiter(context),
         max_size=max_size,
         on_block=lambda address, nbytes: context.runtime.driver.mem_annotate(context.asid, address, nbytes),
     )
@@ -159,25 +160,53 @@ def trim_to(context: Context, pool_id: int, keep: int) -> None:
     pool(context, pool_id).trim_to(keep)
 
 
-def _record(context: Context, stream: Hashable) -> Event:
+@dataclass(frozen=True)
+class FreePoint:
+    """Where a free sits in its stream: complete once the stream's head passed position."""
+
+    stream: Stream
+    position: int
+
+    def reached(self) -> bool:
+        """True once the device ran the stream's work up to the free (or the stream is gone)."""
+        return self.stream.destroyed or self.stream.head() >= self.position
+
+
+def _record(stream: Hashable) -> FreePoint:
     assert isinstance(stream, Stream)
-    event = context.create_event()
-    event.record(stream)
-    return event
+    return FreePoint(stream, stream.tail)
 
 
-def _done(event: object) -> bool:
+def _done(point: object) -> bool:
+    assert isinstance(point, FreePoint)
+    return point.reached()
+
+
+def _waiter(context: Context) -> Callable[[Hashable, object], None]:
+    """Make a stream wait for a free on another stream: an event recorded there now (at or after
+    the free), kept until both its record and the wait have run."""
+
+    def wait(stream: Hashable, point: object) -> None:
+        assert isinstance(stream, Stream) and isinstance(point, FreePoint)
+        holder = pools_of(context)
+        holder.events = [(e, marks) for e, marks in holder.events if not _release_event(e, marks)]
+        event = context.create_event()
+        event.record(point.stream)
+        recorded = FreePoint(point.stream, point.stream.tail)
+        event.wait_on(stream)
+        holder.events.append((event, (recorded, FreePoint(stream, stream.tail))))
+
+    return wait
+
+
+def _release_event(event: object, marks: tuple[object, ...]) -> bool:
+    """Destroy an inserted event once its record and wait ran; True if it was destroyed."""
     assert isinstance(event, Event)
-    if event.destroyed or event.query():
+    if event.destroyed or all(isinstance(mark, FreePoint) and mark.reached() for mark in marks):
         if not event.destroyed:
             event.destroy()
         return True
     return False
-
-
-def _wait(stream: Hashable, event: object) -> None:
-    assert isinstance(stream, Stream) and isinstance(event, Event)
-    event.wait_on(stream)
 
 
 __all__ = ["PoolAttr", "create", "default_pool", "destroy", "free_async", "malloc_async", "pools_of", "trim_to"]
