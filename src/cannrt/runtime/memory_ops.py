@@ -133,8 +133,10 @@ def quiesce(ctx: Context) -> None:
     for stream in streams:
         try:
             result = runtime.driver.sq_wait(ctx.device_id, stream.sq_id, stream.tail, runtime.clock.now_ns, None)
-        except (CannError, KeyError):  # destroyed meanwhile: its SQ was drained or discarded
-            continue
+        except (CannError, KeyError):
+            if stream.destroyed:
+                continue  # destroyed meanwhile: its SQ was drained or discarded
+            raise  # the watchdog: queued work cannot finish
         runtime.waited(result)
 
 
