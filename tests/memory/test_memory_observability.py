@@ -162,3 +162,15 @@ def test_stats_equal_a_recount_of_the_blocks() -> None:
     pool.free(block)
     stats = pool.memory_stats()
     assert all(stats[key] == value for key, value in pool.recount().items())
+
+
+def test_the_timeline_totals_restart_when_the_device_is_reset(device: cannrt.Device) -> None:
+    device.empty(4096, np.uint8)  # never freed: the reset takes it
+    assert cannrt.memory.history()[-1].reserved == 2 * MIB
+    device.reset()
+    again = cannrt.Device(0)
+    array = again.empty(512, np.uint8)
+    events = cannrt.memory.history(again)
+    assert [e.action for e in events[-3:]] == ["reset", "segment_alloc", "block_alloc"]
+    assert (events[-1].reserved, events[-1].allocated) == (2 * MIB, 512)
+    array.free()

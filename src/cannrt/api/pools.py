@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
 from cannrt.memory import summary_table as memory_summary
 from cannrt.memory.caching import Block, CachingAllocator, PoolOutOfMemory
-from cannrt.memory.timeline import MemoryTimeline, memory_timeline
+from cannrt.memory.timeline import MemoryTimeline
 from cannrt.runtime import memory_ops, stream_pools
 from cannrt.runtime.context import Context
 from cannrt.runtime.core import get_runtime
@@ -46,10 +46,10 @@ def _new_pool(context: Context) -> CachingAllocator:
         lambda: memory_ops.quiesce(context),
     )
 
-    timeline = memory_timeline(context.runtime, context.device_id)
     clock = context.runtime.clock
 
     def on_event(action: str, address: int, delta: int, stream: Hashable) -> None:
+        timeline = memory_ops.timeline_of(context)
         if timeline.enabled:
             stream_id = stream.stream_id if isinstance(stream, RtStream) else -1
             timeline.record(clock.now_ns, action, address, delta, "caching", stream_id)
@@ -149,8 +149,7 @@ def _stats_for(device: object) -> tuple[int, dict[str, int], list[str]]:
 
 
 def _timeline_for(device: object) -> MemoryTimeline:
-    context = _context_for(device)
-    return memory_timeline(context.runtime, context.device_id)
+    return memory_ops.timeline_of(_context_for(device))
 
 
 memory_summary.stats_source = _stats_for

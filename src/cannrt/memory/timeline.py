@@ -46,6 +46,19 @@ class MemoryTimeline:
         self._lock = threading.Lock()
         self.reserved = 0
         self.allocated = 0
+        self._epoch: weakref.ref[object] | None = None  # the device session the totals belong to
+
+    def begin_epoch(self, owner: object, time_ns: int) -> None:
+        """The totals belong to owner (a device's session); a new owner (the device was reset,
+        freeing everything) starts them from zero with a "reset" event."""
+        epoch = self._epoch
+        if epoch is not None and epoch() is owner:
+            return
+        with self._lock:
+            if epoch is not None and self.reserved | self.allocated:
+                self._events.append(MemoryEvent(time_ns, "reset", 0, -self.reserved, "", -1, 0, 0))
+            self.reserved = self.allocated = 0
+            self._epoch = weakref.ref(owner)
 
     def record(self, time_ns: int, action: str, address: int, delta: int, pool: str, stream: int = -1) -> None:
         """Append one event (thread-safe)."""

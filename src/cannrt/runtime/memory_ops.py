@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from cannrt.abi import CopyKind, SdmaOp
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
-from cannrt.memory.timeline import memory_timeline
+from cannrt.memory.timeline import MemoryTimeline, memory_timeline
 from cannrt.runtime import host_check
 from cannrt.runtime.tracing import api_call
 
@@ -140,9 +140,18 @@ def quiesce(ctx: Context) -> None:
         runtime.waited(result)
 
 
+def timeline_of(ctx: Context) -> MemoryTimeline:
+    """The memory timeline of ctx's device, its totals restarted when the device was reset."""
+    timeline = memory_timeline(ctx.runtime, ctx.device_id)
+    state = ctx.runtime.devices.get(ctx.device_id)
+    if state is not None:
+        timeline.begin_epoch(state.default_context, ctx.runtime.clock.now_ns)
+    return timeline
+
+
 def record_event(ctx: Context, action: str, address: int, delta: int, pool: str = "malloc", stream: int = -1) -> None:
     """Note an allocation (delta > 0) or free in the device's memory timeline."""
-    timeline = memory_timeline(ctx.runtime, ctx.device_id)
+    timeline = timeline_of(ctx)
     if timeline.enabled:
         timeline.record(ctx.runtime.clock.now_ns, action, address, delta, pool, stream)
 
