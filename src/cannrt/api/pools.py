@@ -2,8 +2,9 @@
 
 Segments are mapped page-exact in huge pages (memory_ops.malloc_segment, not the padded
 aclrtMalloc path), so the pool's reserved bytes are the HBM it holds; segments go back after the
-context's streams are idle. Cross-stream reuse waits on events recorded on the other streams
-(see cannrt.memory.caching for the policies).
+context's streams are idle. Cross-stream reuse (record_stream) waits until the other streams'
+heads pass where their tails stood at the free: no event is needed, none is left behind (see
+cannrt.memory.caching for the policies).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from cannrt.memory.timeline import MemoryTimeline
 from cannrt.runtime import memory_ops, stream_pools
 from cannrt.runtime.context import Context
 from cannrt.runtime.core import get_runtime
-from cannrt.runtime.event import Event as RtEvent
 from cannrt.runtime.stream import Stream as RtStream
 
 _CREATE_LOCK = threading.Lock()
@@ -40,7 +40,7 @@ def _new_pool(context: Context) -> CachingAllocator:
     pool = CachingAllocator(
         lambda nbytes: memory_ops.malloc_segment(context, nbytes),
         lambda address: memory_ops.free_segment(context, address),
-        lambda stream: _record(context, stream),
+        _record,
         _done,
         lambda address, nbytes: context.runtime.driver.mem_annotate(context.asid, address, nbytes),
         lambda: memory_ops.quiesce(context),
@@ -58,20 +58,15 @@ def _new_pool(context: Context) -> CachingAllocator:
     return pool
 
 
-def _record(context: Context, stream: Hashable) -> RtEvent:
+def _record(stream: Hashable) -> stream_pools.FreePoint:
+    """Where the other stream's work stands at the free (its queued work must run before reuse)."""
     assert isinstance(stream, RtStream)
-    event = context.create_event()
-    event.record(stream)
-    return event
+    return stream_pools.FreePoint(stream, stream.tail)
 
 
-def _done(event: object) -> bool:
-    assert isinstance(event, RtEvent)
-    if event.destroyed or event.query():
-        if not event.destroyed:
-            event.destroy()
-        return True
-    return False
+def _done(point: object) -> bool:
+    assert isinstance(point, stream_pools.FreePoint)
+    return point.reached()
 
 
 def allocate(context: Context, nbytes: int, stream: RtStream) -> Block:

@@ -10,7 +10,8 @@ Policies:
   oversize block (PyTorch's max_split_size_mb);
 - a block belongs to the stream it was allocated on and is reused only by that stream (stream
   order makes that safe at once); if it was also used on other streams (`record_stream`), it
-  becomes free only once the events recorded on those streams at free time have completed;
+  becomes free only once the marks recorded on those streams at free time (`record_event`) are
+  done (`event_done`);
 - `limit` caps the reserved bytes (torch.cuda.set_per_process_memory_fraction);
 - when a segment cannot be had (device full or over the limit), unused cached segments are
   released and the allocation retried once; then PoolOutOfMemory with the numbers;

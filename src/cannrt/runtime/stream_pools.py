@@ -189,12 +189,13 @@ def _waiter(context: Context) -> Callable[[Hashable, object], None]:
     def wait(stream: Hashable, point: object) -> None:
         assert isinstance(stream, Stream) and isinstance(point, FreePoint)
         holder = pools_of(context)
-        holder.events = [(e, marks) for e, marks in holder.events if not _release_event(e, marks)]
         event = context.create_event()
         event.record(point.stream)
         recorded = FreePoint(point.stream, point.stream.tail)
         event.wait_on(stream)
-        holder.events.append((event, (recorded, FreePoint(stream, stream.tail))))
+        with _LOCK:
+            holder.events = [(e, marks) for e, marks in holder.events if not _release_event(e, marks)]
+            holder.events.append((event, (recorded, FreePoint(stream, stream.tail))))
 
     return wait
 
