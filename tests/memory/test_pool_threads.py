@@ -12,6 +12,7 @@ import pytest
 import cannrt
 from cannrt.api import pools
 from cannrt.config import Settings
+from cannrt.runtime import stream_pools
 
 THREADS = 8
 ROUNDS = 40
@@ -68,3 +69,31 @@ def test_two_threads_freeing_one_array_free_it_once(device: cannrt.Device) -> No
         for thread in threads:
             thread.join(10)
         assert device.memory_stats()["allocation.all.current"] == 0
+
+
+def test_threads_on_their_own_streams_share_the_default_stream_ordered_pool(device: cannrt.Device) -> None:
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            device.use()
+            stream = device.stream()
+            for round_ in range(30):
+                expected = np.full(512 + 64 * index, index * 100 + round_, np.int32)
+                array = stream.malloc_async(expected.shape, np.int32)
+                array.copy_from(expected, stream)
+                np.testing.assert_array_equal(array.to_numpy(stream), expected)
+                stream.free_async(array)
+            stream.synchronize()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in threads) and errors == []
+    holder = stream_pools.pools_of(device.context)
+    pool = holder.stream_ordered[holder.default_id]
+    assert pool.used == 0 and not any(allocated for _, _, allocated in pool.blocks())

@@ -81,14 +81,16 @@ def allocate(context: Context, nbytes: int, stream: RtStream) -> Block:
         if isinstance(exc.cause, CannError) and not isinstance(exc.cause, OutOfMemoryError):
             raise exc.cause from None  # not a shortage: the device said why
         free, total = memory_ops.mem_info(context, memory_ops.MemAttr.HBM_MEM)
+        free_huge, _ = memory_ops.mem_info(context, memory_ops.MemAttr.HBM_MEM_HUGE)
         limit = f", limit {exc.limit}" if exc.limit is not None else ""
         raise OutOfMemoryError(
             ErrorCode.RT_MEMORY_ALLOCATION,
             f"device {context.device_id}: tried to allocate {exc.requested} bytes, which needed a new segment "
             f"of {exc.segment} bytes; {exc.allocated} bytes in use, {exc.reserved} reserved by the caching pool"
-            f"{limit}, largest free block {exc.largest_free}; the device has {free} free of {total}",
+            f"{limit}, largest free block {exc.largest_free}; the device has {free} free of {total} "
+            f"({free_huge} in whole 2 MiB pages, which segments take)",
             requested=exc.requested, segment=exc.segment, allocated=exc.allocated, reserved=exc.reserved,
-            largest_free=exc.largest_free, free=free, total=total, limit=exc.limit,
+            largest_free=exc.largest_free, free=free, free_huge=free_huge, total=total, limit=exc.limit,
         ) from None  # fmt: skip
 
 
