@@ -11,7 +11,17 @@ from typing import Any
 
 from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
-from cannrt.acl._state import api, as_handle, as_int, current_context, fail, on_finalize, require, runtime
+from cannrt.acl._state import (
+    ArgTypeError,
+    api,
+    as_handle,
+    as_int,
+    current_context,
+    fail,
+    on_finalize,
+    require,
+    runtime,
+)
 from cannrt.errors import ErrorCode
 from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
@@ -33,8 +43,6 @@ def _prop_device(prop: Any) -> int:
     if prop is None:
         return current_context().device_id
     if not isinstance(prop, dict):
-        from cannrt.acl._state import ArgTypeError
-
         raise ArgTypeError(f"prop must be a dict (aclrtPhysicalMemProp), not {type(prop).__name__}")
     location = prop.get("location") or {}
     device = location.get("id", current_context().device_id) if isinstance(location, dict) else None
@@ -127,8 +135,6 @@ def mem_set_access(virt_ptr: int, size: int, desc: object) -> None:
     descs: list[dict[str, Any]] = []
     for one in desc if isinstance(desc, list) else [desc]:
         if not isinstance(one, dict):
-            from cannrt.acl._state import ArgTypeError
-
             raise ArgTypeError(f"desc must be a dict (aclrtMemAccessDesc), not {type(one).__name__}")
         descs.append(one)
     context = current_context()

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from cannrt.memory.caching_stats import POOLS, PoolStats
+from cannrt.memory.caching_stats import KINDS, POOLS, PoolStats
 
 ROUND = 512
 SMALL_LIMIT = 1 << 20
@@ -35,7 +35,6 @@ LARGE_SEGMENT = 20 << 20
 LARGE_SEGMENT_LIMIT = 10 << 20
 HUGE_ROUND = 2 << 20
 OVERSIZE_WASTE = 20 << 20  # an oversize request takes a cached block only if it wastes less
-__all__ = ["POOLS", "Block", "CachingAllocator", "PoolOutOfMemory", "Segment"]
 
 
 class PoolOutOfMemory(Exception):
@@ -358,7 +357,7 @@ class CachingAllocator:
     def recount(self) -> dict[str, int]:
         """The current values recomputed from the blocks themselves (a check of the counters)."""
         with self._lock:
-            counts = {f"{kind}.{pool}.current": 0 for kind in _RECOUNTED for pool in ("all", *POOLS)}
+            counts = {f"{kind}.{pool}.current": 0 for kind in KINDS for pool in ("all", *POOLS)}
             for segment in self._segments.values():
                 _add(counts, segment.pool, "reserved_bytes", segment.size)
                 _add(counts, segment.pool, "segment", 1)
@@ -390,19 +389,6 @@ class CachingAllocator:
                     block = block.next
                 result.append((segment.address, segment.size, segment.pool, blocks))
             return result
-
-
-_RECOUNTED = (
-    "allocated_bytes",
-    "reserved_bytes",
-    "active_bytes",
-    "inactive_split_bytes",
-    "requested_bytes",
-    "allocation",
-    "segment",
-    "active",
-    "inactive_split",
-)
 
 
 def _add(counts: dict[str, int], pool: str, kind: str, value: int) -> None:
