@@ -97,3 +97,32 @@ def test_maps_must_be_page_aligned_inside_the_reservation_and_the_handle(device:
     mo.unmap_memory(ctx, va + 2 * MIB)
     mo.free_physical(ctx, handle)
     mo.release_address(ctx, va)
+
+
+def test_huge1g_physical_memory_takes_1_gib_pages_mapped_at_1_gib_boundaries() -> None:
+    import cannrt.acl as acl
+    from cannrt.acl._state import STATE
+
+    if STATE.initialized:
+        acl.finalize()
+    cannrt.reset_runtime(Settings(watchdog_s=10.0))
+    assert acl.init() == 0 and acl.rt.set_device(0) == 0
+    try:
+        prop = {"location": {"id": 0}, "memAttr": 10}  # ACL_HBM_MEM_HUGE1G
+        assert acl.rt.mem_get_allocation_granularity(prop, 0) == (1 << 30, 0)
+        assert acl.rt.malloc_physical(2 * MIB, prop, 0) == (0, 107000)  # not a multiple of 1 GiB
+        free_1g = acl.rt.get_mem_info(10)[0]
+        handle, ret = acl.rt.malloc_physical(1 << 30, prop, 0)
+        assert ret == 0 and acl.rt.get_mem_info(10)[0] == free_1g - (1 << 30)
+        va, ret = acl.rt.reserve_mem_address(2 << 30, 1 << 30, 0, 0)
+        assert ret == 0
+        assert acl.rt.map_mem(va + 2 * MIB, 1 << 30, 0, handle, 0) == 107000  # not 1 GiB aligned
+        assert acl.rt.map_mem(va, 1 << 30, 0, handle, 0) == 0
+        data = np.arange(256, dtype=np.float32)
+        end = va + (1 << 30) - data.nbytes
+        assert acl.rt.memcpy(end, data.nbytes, data.ctypes.data, data.nbytes, 1) == 0
+        assert acl.rt.unmap_mem(va) == 0 and acl.rt.free_physical(handle) == 0
+        assert acl.rt.release_mem_address(va) == 0
+        assert acl.rt.get_mem_info(10)[0] == free_1g
+    finally:
+        acl.finalize()

@@ -1,7 +1,8 @@
 """Virtual memory management (aclrtReserveMemAddress, aclrtMallocPhysical, aclrtMapMem...).
 
 Reservations and mappings live in the current context's address space; physical memory comes
-in 2 MiB huge pages (NORMAL requests are served as HUGE, as on CANN).
+in 2 MiB huge pages (NORMAL requests are served as HUGE, as on CANN), or 1 GiB pages for the
+HUGE1G memAttrs (map them at 1 GiB-aligned addresses: reserve with alignment 1 GiB).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from cannrt.runtime import memory_ops
 from cannrt.runtime.context import Context
 
 GRANULARITY = 2 << 20
+GIANT_GRANULARITY = 1 << 30
+DEVICE_ATTRS = frozenset(memory_ops.MemAttr) - {memory_ops.MemAttr.HBM_MEM, *memory_ops.HOST_ATTRS}
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,13 @@ _physical: HandleTable[_Physical] = HandleTable(Kind.PHYSICAL_MEMORY)
 
 
 def _prop_device(prop: Any) -> int:
+    return _prop(prop)[0]
+
+
+def _prop(prop: Any) -> tuple[int, int]:
+    """(device, granularity) of an aclrtPhysicalMemProp: 1 GiB for the HUGE1G memAttrs, else 2 MiB."""
     if prop is None:
-        return current_context().device_id
+        return current_context().device_id, GRANULARITY
     if not isinstance(prop, dict):
         raise ArgTypeError(f"prop must be a dict (aclrtPhysicalMemProp), not {type(prop).__name__}")
     location = prop.get("location") or {}
@@ -49,9 +57,9 @@ def _prop_device(prop: Any) -> int:
     if not isinstance(device, int):
         raise fail(ErrorCode.RT_PARAM_INVALID, f"prop['location'] must be a dict with an int 'id', got {location!r}")
     memory = prop.get("memAttr", c.ACL_HBM_MEM_HUGE)
-    if memory not in (c.ACL_HBM_MEM_HUGE, c.ACL_HBM_MEM_NORMAL):
-        raise fail(ErrorCode.RT_PARAM_INVALID, f"memAttr must be ACL_HBM_MEM_HUGE or ACL_HBM_MEM_NORMAL, got {memory}")
-    return device
+    if memory not in DEVICE_ATTRS:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"memAttr must name device memory (4, 5, 8-17), got {memory!r}")
+    return device, GIANT_GRANULARITY if memory in memory_ops.GIANT_ATTRS else GRANULARITY
 
 
 def _check_flags(flags: object) -> None:
@@ -85,13 +93,15 @@ def release_mem_address(virt_ptr: int) -> None:
 
 @api(0)
 def malloc_physical(size: int, prop: dict[str, Any] | None, flags: int) -> int:
-    """(handle, ret): physical device memory, size a multiple of 2 MiB (aclrtMallocPhysical)."""
+    """(handle, ret): physical device memory, size a multiple of 2 MiB (1 GiB for the HUGE1G
+    memAttrs, which take 1 GiB pages) (aclrtMallocPhysical)."""
     nbytes = as_int("size", size)
     _check_flags(flags)
-    device = _prop_device(prop)
-    if nbytes <= 0 or nbytes % GRANULARITY:
-        raise fail(ErrorCode.RT_PARAM_INVALID, f"size must be a positive multiple of 2 MiB, got {nbytes}")
-    driver_handle = memory_ops.malloc_physical(_context_on(device), nbytes)
+    device, granularity = _prop(prop)
+    if nbytes <= 0 or nbytes % granularity:
+        raise fail(ErrorCode.RT_PARAM_INVALID, f"size must be a positive multiple of {granularity}, got {nbytes}")
+    context = _context_on(device)
+    driver_handle = memory_ops.malloc_physical(context, nbytes, giant=granularity == GIANT_GRANULARITY)
     return _physical.add(_Physical(device, driver_handle, nbytes))
 
 
@@ -150,11 +160,12 @@ def mem_set_access(virt_ptr: int, size: int, desc: object) -> None:
 
 @api(0)
 def mem_get_allocation_granularity(prop: dict[str, Any] | None, option: int) -> int:
-    """(granularity, ret): 2 MiB for every option (aclrtMemGetAllocationGranularity)."""
+    """(granularity, ret): 1 GiB for the HUGE1G memAttrs, else 2 MiB, for every option
+    (aclrtMemGetAllocationGranularity)."""
     as_int("option", option)
-    _prop_device(prop)
+    _, granularity = _prop(prop)
     runtime()
-    return GRANULARITY
+    return granularity
 
 
 @on_finalize

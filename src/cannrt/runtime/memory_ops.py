@@ -41,7 +41,7 @@ class MallocPolicy(IntEnum):
 
 
 class MemAttr(IntEnum):
-    """aclrtMemAttr for get_mem_info."""
+    """aclrtMemAttr (get_mem_info, and the memAttr of a physical allocation)."""
 
     DDR_MEM = 0
     HBM_MEM = 1
@@ -49,6 +49,29 @@ class MemAttr(IntEnum):
     DDR_MEM_NORMAL = 3
     HBM_MEM_HUGE = 4
     HBM_MEM_NORMAL = 5
+    DDR_MEM_P2P_HUGE = 6
+    DDR_MEM_P2P_NORMAL = 7
+    HBM_MEM_P2P_HUGE = 8
+    HBM_MEM_P2P_NORMAL = 9
+    HBM_MEM_HUGE1G = 10
+    HBM_MEM_P2P_HUGE1G = 11
+    MEM_NORMAL = 12  # the device's own memory (HBM here), chosen by the runtime
+    MEM_HUGE = 13
+    MEM_HUGE1G = 14
+    MEM_P2P_NORMAL = 15
+    MEM_P2P_HUGE = 16
+    MEM_P2P_HUGE1G = 17
+
+
+HOST_ATTRS = (
+    MemAttr.DDR_MEM,
+    MemAttr.DDR_MEM_NORMAL,
+    MemAttr.DDR_MEM_HUGE,
+    MemAttr.DDR_MEM_P2P_HUGE,
+    MemAttr.DDR_MEM_P2P_NORMAL,
+)
+HUGE_ATTRS = (MemAttr.HBM_MEM_HUGE, MemAttr.HBM_MEM_P2P_HUGE, MemAttr.MEM_HUGE, MemAttr.MEM_P2P_HUGE)
+GIANT_ATTRS = (MemAttr.HBM_MEM_HUGE1G, MemAttr.HBM_MEM_P2P_HUGE1G, MemAttr.MEM_HUGE1G, MemAttr.MEM_P2P_HUGE1G)
 
 
 def align_up(value: int, alignment: int) -> int:
@@ -162,14 +185,15 @@ def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
         attr = MemAttr(attr)
     except ValueError:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memory attribute {attr}") from None
-    if attr in (MemAttr.DDR_MEM, MemAttr.DDR_MEM_NORMAL, MemAttr.DDR_MEM_HUGE):
+    if attr in HOST_ATTRS:
         page = os.sysconf("SC_PAGE_SIZE")
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
     free, total, _, _ = ctx.runtime.driver.mem_info(ctx.device_id)
-    if attr == MemAttr.HBM_MEM_HUGE:
-        free_huge = ctx.runtime.driver.mem_free_pages(ctx.device_id)[1]
-        return free_huge, total  # wholly free 2 MiB frames
-    return free, total  # HBM_MEM and HBM_MEM_NORMAL: every free 4 KiB page
+    if attr in HUGE_ATTRS or attr in GIANT_ATTRS:
+        _, free_huge, free_giant = ctx.runtime.driver.mem_free_pages(ctx.device_id)
+        # wholly free 2 MiB frames, or wholly free aligned 1 GiB groups of them
+        return (free_giant if attr in GIANT_ATTRS else free_huge), total
+    return free, total  # HBM_MEM and the NORMAL attributes: every free 4 KiB page
 
 
 Extent = tuple[int, int, int, int] | None  # (device, asid, start, valid bytes); None: host memory
