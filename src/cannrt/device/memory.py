@@ -114,8 +114,9 @@ class AddressSpace:
     generation: int = 0  # moves on every change of the table or of a pool's blocks (views cache on it)
     # view() results while the generation is unchanged: (generation, {(address, bytes, kind): view})
     _views: tuple[int, dict[tuple[int, int, str], np.ndarray]] = field(default_factory=lambda: (0, {}))
-    # allocations freed but still in the VA quarantine: start -> valid bytes, replaced whole on
-    # change; a fault inside one names it ("freed 4096-byte allocation at A")
+    # allocations freed but still in the VA quarantine: start -> valid bytes (readers take a
+    # snapshot, which the GIL makes atomic); a fault inside one names it ("freed 4096-byte
+    # allocation at A")
     _freed: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -173,15 +174,15 @@ class AddressSpace:
 
     def retire(self, va: int, valid: int) -> None:
         """An allocation at va was freed; its VA is quarantined (faults there name it)."""
-        self._freed = {**self._freed, va: valid}
+        self._freed[va] = valid
 
     def forget_freed(self, va: int) -> None:
         """The quarantine let go of va: its VA may be handed out again."""
-        self._freed = {k: v for k, v in self._freed.items() if k != va}
+        self._freed.pop(va, None)
 
     def freed_at(self, address: int) -> Mapping | None:
         """The freed allocation whose bytes hold address, as a mapping (fault reports)."""
-        for start, valid in self._freed.items():
+        for start, valid in list(self._freed.items()):
             if start <= address < start + max(valid, 1):
                 return Mapping(start, valid, PhysicalChunk(0, 0, NORMAL_PAGE, 0), 0, valid)
         return None

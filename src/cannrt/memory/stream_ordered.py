@@ -74,8 +74,8 @@ class StreamOrderedPool:
         self,
         obtain: Callable[[int], int],
         release: Callable[[int], None],
-        record: Callable[[Hashable], object],
-        done: Callable[[object], bool],
+        record: Callable[[Hashable], object],  # a mark of where a free sits on its stream (no resources)
+        done: Callable[[object], bool],  # whether the device has passed a mark
         wait: Callable[[Hashable, object], None],
         *,
         max_size: int | None = None,
@@ -95,7 +95,6 @@ class StreamOrderedPool:
         self._segments: dict[int, tuple[int, _Block]] = {}  # address -> (size, first block)
         self._free: list[tuple[int, int, _Block]] = []  # (size, address, block), sorted
         self._live: dict[int, _Block] = {}
-        self._retired: list[object] = []  # events of merged-away frees, dropped once complete
         self._lock = threading.RLock()
 
     # -- attributes --------------------------------------------------------------------------
@@ -135,7 +134,6 @@ class StreamOrderedPool:
         """A block usable by work queued on stream from now on (aclrtMemPoolMallocAsync)."""
         size = max(ROUND, -(-nbytes // ROUND) * ROUND)
         with self._lock:
-            self._settle()
             block = self._reusable(size, stream)
             if block is None:
                 block = self._new_segment(size, stream)
@@ -221,8 +219,6 @@ class StreamOrderedPool:
             for neighbour in (block.prev, block.next):
                 if neighbour is not None and not neighbour.allocated and self._mergeable(block, neighbour):
                     self._free.remove(_key(neighbour))
-                    if neighbour.event is not None and neighbour.event is not event:
-                        self._retired.append(neighbour.event)
                     block = _merge(block, neighbour, stream, event)
             bisect.insort(self._free, _key(block))
 
@@ -232,11 +228,6 @@ class StreamOrderedPool:
         return neighbour.event is None or self._done(neighbour.event)
 
     # -- release -----------------------------------------------------------------------------
-    def _settle(self) -> None:
-        """Drop the retired events that completed."""
-        if self._retired:
-            self._retired = [event for event in self._retired if not self._done(event)]
-
     def trim_to(self, keep: int) -> None:
         """Release wholly free segments whose frees completed until at most keep bytes stay
         reserved (aclrtMemPoolTrimTo)."""
@@ -283,15 +274,6 @@ class StreamOrderedPool:
     def release_all(self) -> None:
         """Give back every segment (the pool is destroyed; its frees must have completed)."""
         with self._lock:
-            for _, (_, head) in self._segments.items():
-                block: _Block | None = head
-                while block is not None:
-                    if block.event is not None:
-                        self._done(block.event)
-                    block = block.next
-            for event in self._retired:
-                self._done(event)
-            self._retired.clear()
             for address, (size, head) in list(self._segments.items()):
                 self._release(address)
                 if self.on_event is not None:
