@@ -51,6 +51,8 @@ WELL_FORMED: dict[str, list[object]] = {  # arguments that pass value checks, fo
     "acl.rt.malloc_physical": [2 * MIB, None, 0],
     "acl.rt.map_mem": [2 * MIB, 2 * MIB, 0, 5, 0],
     "acl.rt.mem_get_allocation_granularity": [None, 0],
+    "acl.rt.mem_pool_create": [None],
+    "acl.rt.mem_set_access": [2 * MIB, 2 * MIB, {"flags": 1}],
     "acl.rt.memcpy2d": [8192, 8, 8192, 8, 8, 1, 1],
     "acl.rt.reserve_mem_address": [2 * MIB, 0, 0, 0],
 }
@@ -112,8 +114,10 @@ def test_invalid_numbers_never_raise_from_acl_rt(acl: ModuleType, data: st.DataO
         args[-1] = 1 if 0 < args[-1] <= 4095 else args[-1]  # a real wait: keep it short
     if name in ("acl.rt.launch_callback", "acl.rt.launch_host_func", "acl.rt.set_exception_info_callback"):
         return  # their function arguments must be callables (TypeError)
-    if name in ("acl.rt.malloc_physical", "acl.rt.mem_get_allocation_granularity"):
+    if name in ("acl.rt.malloc_physical", "acl.rt.mem_get_allocation_granularity", "acl.rt.mem_pool_create"):
         args[1 if name.endswith("physical") else 0] = None
+    if name == "acl.rt.mem_set_access":
+        args[2] = {"flags": 1}
     if name in ("acl.rt.reset_device", "acl.rt.reset_device_force") and args == [0]:
         return  # would drop the fixture's device
     result = fn(*args)

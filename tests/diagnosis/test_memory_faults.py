@@ -167,14 +167,6 @@ def test_a_read_of_freed_memory_names_the_free(npu: Npu) -> None:
     check_after_fault(npu, ctx, VECTOR_FAULT)
 
 
-def _quarantined() -> bool:
-    """True once freed device VAs are not handed out again at once (the memory issue)."""
-    from cannrt.driver import vaspace
-
-    return hasattr(vaspace, "QUARANTINE_BYTES")
-
-
-@pytest.mark.xfail(not _quarantined(), reason="needs the memory issue's quarantine", strict=True)
 def test_a_use_after_free_faults_even_when_memory_is_allocated_again(npu: Npu) -> None:
     ctx = npu.ctx(0)
     stream = ctx.create_stream()

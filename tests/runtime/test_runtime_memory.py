@@ -144,7 +144,7 @@ def test_mem_info_for_hbm_and_host_memory(npu: Npu) -> None:
     free, total = memory_ops.mem_info(ctx, MemAttr.DDR_MEM)
     assert 0 < free <= total
     with pytest.raises(CannError) as info:
-        memory_ops.mem_info(ctx, 9)
+        memory_ops.mem_info(ctx, 18)
     assert info.value.code == ErrorCode.RT_PARAM_INVALID
 
 

@@ -30,6 +30,7 @@ class Kind(IntEnum):
     EXCEPTION_INFO = 0xA8
     PHYSICAL_MEMORY = 0xA9
     PROF_CONFIG = 0xAA
+    MEMORY_POOL = 0xAB
 
 
 class HandleTable(Generic[T]):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,7 +14,7 @@ from cannrt.api.current import active_stream
 from cannrt.dtypes import acl_code
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.caching import Block
-from cannrt.runtime import memory_ops
+from cannrt.runtime import memory_ops, stream_pools
 from cannrt.runtime.stream import Stream as RtStream
 
 if TYPE_CHECKING:
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 FREES = [0]
 """Moves whenever a DeviceArray is freed: argument lists checked before must be checked again."""
+_FREE_LOCK = threading.Lock()  # one thread frees an array; two racing frees free it once
 
 
 class DeviceArray:
@@ -33,11 +36,12 @@ class DeviceArray:
         self.device = device
         self.owned = owned  # False for views into a pool: free() is the pool's business
         self.block: Block | None = None  # set when the memory comes from the caching pool
+        self.ordered_on: RtStream | None = None  # set when it comes from a stream-ordered pool
         self.address = address
         self.shape = shape
         self.dtype = dtype
         self._spec: TensorArg | None = None  # tensor_arg(), made once
-        self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.nbytes = math.prod(shape) * dtype.itemsize
         self.freed = False
 
     def __repr__(self) -> str:
@@ -109,17 +113,22 @@ class DeviceArray:
             stream.synchronize()
         return host
 
-    def free(self) -> None:
-        """Return the memory (aclrtFree); the array must not be used afterwards."""
+    def free(self, stream: RtStream | None = None) -> None:
+        """Return the memory (aclrtFree; a stream-ordered array is freed on stream, by default
+        the one it was allocated on); the array must not be used afterwards."""
         if not self.owned:
             raise CannError(ErrorCode.RT_PARAM_INVALID, "this array is a view into a static pool; release the pool")
-        if not self.freed:
+        with _FREE_LOCK:
+            if self.freed:
+                return
             self.freed = True
             FREES[0] += 1
-            if self.block is not None:
-                pools.pool_of(self.device.context).free(self.block)
-            else:
-                memory_ops.free(self.device.context, self.address)
+        if self.block is not None:
+            pools.free(self.device.context, self.block)
+        elif self.ordered_on is not None:
+            stream_pools.free_async(self.device.context, self.address, stream or self.ordered_on)
+        else:
+            memory_ops.free(self.device.context, self.address)
 
     def record_stream(self, stream: Stream) -> None:
         """The array is used on stream too: its memory is reused only after that work (PyTorch's

@@ -23,6 +23,7 @@ from cannrt.runtime.event import EVENT_SYNC, EVENT_TIME_LINE
 
 if TYPE_CHECKING:
     from cannrt.api.graph_memory import GraphMemory
+    from cannrt.api.mempool import MemPool
 
 
 class Device:
@@ -93,6 +94,16 @@ class Device:
     def empty_cache(self) -> None:
         """Give every wholly free pool segment back to the device."""
         pools.pool_of(self.context).empty_cache()
+
+    def set_memory_limit(self, limit: int | float) -> int:
+        """Cap the caching pool: bytes, or a fraction of HBM (set_per_process_memory_fraction)."""
+        return pools.set_limit(self.context, limit)
+
+    def mem_pool(self, release_threshold: int = 0, max_size: int | None = None) -> MemPool:
+        """A new stream-ordered pool (aclrtMemPoolCreate) for Stream.malloc_async."""
+        from cannrt.api.mempool import create_pool
+
+        return create_pool(self, release_threshold, max_size)
 
     def array(self, data: Any, dtype: Any = None, stream: Stream | None = None) -> DeviceArray:
         """Copy a numpy array (or anything np.asarray takes) to the device."""

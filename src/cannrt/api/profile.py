@@ -19,10 +19,12 @@ from rich.table import Table
 from cannrt.abi import TaskRecord
 from cannrt.config import ChipSpec, HostCosts
 from cannrt.errors import CannError, ErrorCode
+from cannrt.memory.timeline import memory_timeline
 from cannrt.runtime.core import Runtime, get_runtime
 from cannrt.runtime.tracing import ApiRecord
 from cannrt.tools import profiler
 from cannrt.tools.profiler.records import HostSlice, is_kernel, task_type
+from cannrt.tools.profiler.trace import DEVICE_PID
 
 
 class Profile:
@@ -35,6 +37,7 @@ class Profile:
         self.thread_id = thread_id  # host thread the derived launch slices are put on
         self.records: list[TaskRecord] = []  # device tasks, every traced device
         self.api_records: list[ApiRecord] = []  # recorded (non-submitting) host calls
+        self.memory: list[dict[str, Any]] = []  # counter events of the memory timeline (HBM reserved/allocated)
         self.path: Path | None = None  # the PROF_ folder, once written
 
     @property
@@ -49,11 +52,13 @@ class Profile:
 
     def trace(self) -> dict[str, Any]:
         """The Chrome trace object of msprof_<ts>.json."""
-        return profiler.chrome_trace(self.records, self.api, self.chip)
+        return profiler.chrome_trace(self.records, self.api, self.chip, self.memory)
 
     def write(self, output: str | Path, stamp: str | None = None) -> Path:
         """Write the msprof folder under output; returns (and remembers) the PROF_ folder."""
-        self.path = profiler.write_profile(output, self.records, self.api, self.chip, self.aicore_metrics, stamp)
+        self.path = profiler.write_profile(
+            output, self.records, self.api, self.chip, self.aicore_metrics, stamp, self.memory
+        )
         return self.path
 
     def table(self, top: int = 10) -> Table:
@@ -133,6 +138,7 @@ def profile(
     if runtime.api_records is not None:
         raise CannError(ErrorCode.PROF_ALREADY_RUN, "a profiler is already collecting on this runtime")
     traced = _open_devices(runtime, devices)
+    started_ns = runtime.host_time_ns
     runtime.api_records = result.api_records
     for device in traced:
         runtime.driver.trace_start(device)
@@ -143,5 +149,7 @@ def profile(
         for device in traced:
             if device in runtime.devices:
                 result.records.extend(runtime.driver.trace_stop(device, runtime.host_time_ns))
+        for device in traced:
+            result.memory += memory_timeline(runtime, device).counter_track(DEVICE_PID + device, since_ns=started_ns)
     if output is not None:
         result.write(output)

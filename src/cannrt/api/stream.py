@@ -133,6 +133,19 @@ class Stream:
         """Block until all queued work completed (CannTimeout 507046 after timeout_ms modelled)."""
         self._rt.synchronize(timeout_ms)
 
+    def malloc_async(self, shape: Any, dtype: Any = np.float32, pool: Any = None) -> DeviceArray:
+        """An array allocated in stream order on this stream (aclrtMemPoolMallocAsync; pool: a
+        Device.mem_pool(), default the device's pool); see cannrt.api.mempool."""
+        from cannrt.api import mempool
+
+        return mempool.malloc_async(self, shape, dtype, pool)
+
+    def free_async(self, array: DeviceArray) -> None:
+        """Free a malloc_async array when this stream reaches this point (aclrtMemPoolFreeAsync)."""
+        from cannrt.api import mempool
+
+        mempool.free_async(self, array)
+
     def launch_host_func(self, fn: Any, args: Any = None) -> None:
         """Run fn(args) on a host thread once earlier tasks finish; later tasks wait for it."""
         get_runtime().callbacks.launch_host_func(self._rt, fn, args)

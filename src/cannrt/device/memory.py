@@ -1,4 +1,4 @@
-"""HBM (physical pages, backed by host RAM only where touched) and the MMU of each address space.
+"""The MMU of each address space (HBM pages come from cannrt.device.hbm).
 
 Every device access (kernels, SDMA) goes through AddressSpace.segments: an address outside a
 mapping's valid bytes is a DeviceFault carrying the numbers a precise report needs.
@@ -7,102 +7,16 @@ mapping's valid bytes is a DeviceFault carrying the numbers a precise report nee
 from __future__ import annotations
 
 import bisect
-import contextlib
-import mmap
 from dataclasses import dataclass, field
 
 import numpy as np
 
-NORMAL_PAGE = 4096
-HUGE_PAGE = 2 << 20
-_MAP_NORESERVE = 0x4000  # Linux: do not reserve swap for the mapping (lazy backing)
+from cannrt.device.hbm import GIANT_PAGE, HUGE_PAGE, NORMAL_PAGE, Hbm, OutOfDeviceMemory, PhysicalChunk
+
 VA_SPACE_SHIFT = 38  # each address space owns a 256 GiB window of the 48-bit device VA
 VA_SPACE_BASE = 64  # window index of address space 0; keeps low addresses invalid
 VIEWS_KEPT = 4096  # views an address space keeps per generation
 MAX_ADDRESS_SPACES = (1 << (48 - VA_SPACE_SHIFT)) - VA_SPACE_BASE
-
-
-class OutOfDeviceMemory(Exception):
-    """HBM has too few free pages for a physical allocation."""
-
-    def __init__(self, requested: int, free: int, total: int) -> None:
-        super().__init__(f"requested {requested} bytes, {free} free of {total}")
-        self.requested = requested
-        self.free = free
-        self.total = total
-
-
-@dataclass(eq=False)
-class PhysicalChunk:
-    """Physically allocated pages; host memory appears at first touch."""
-
-    handle: int
-    size: int  # page-rounded bytes
-    page_size: int
-    phys_addr: int
-    _backing: mmap.mmap | None = None
-    _array: np.ndarray | None = None
-
-    def array(self) -> np.ndarray:
-        """The chunk's bytes as a uint8 array (created lazily, zero-filled)."""
-        if self._array is None:
-            flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
-            self._backing = mmap.mmap(-1, self.size, flags=flags)
-            self._array = np.frombuffer(self._backing, dtype=np.uint8)
-        return self._array
-
-    def release(self) -> None:
-        """Drop the host backing."""
-        self._array = None
-        if self._backing is not None:
-            with contextlib.suppress(BufferError):  # a view still exports it; the GC frees it later
-                self._backing.close()
-            self._backing = None
-
-
-class Hbm:
-    """The device's physical memory: page accounting over a fixed capacity."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self.used_huge = 0
-        self.used_normal = 0
-        self._chunks: dict[int, PhysicalChunk] = {}
-        self._next_handle = 1
-        self._next_phys = 0
-
-    @property
-    def used(self) -> int:
-        """Bytes of pages in use."""
-        return self.used_huge + self.used_normal
-
-    def allocate(self, size: int, page_size: int) -> PhysicalChunk:
-        """Allocate page-rounded physical memory; OutOfDeviceMemory when it does not fit."""
-        rounded = -(-size // page_size) * page_size
-        if rounded > self.capacity - self.used:
-            raise OutOfDeviceMemory(rounded, self.capacity - self.used, self.capacity)
-        chunk = PhysicalChunk(self._next_handle, rounded, page_size, self._next_phys)
-        self._next_handle += 1
-        self._next_phys += rounded
-        self._chunks[chunk.handle] = chunk
-        if page_size == HUGE_PAGE:
-            self.used_huge += rounded
-        else:
-            self.used_normal += rounded
-        return chunk
-
-    def free(self, handle: int) -> None:
-        """Return a chunk's pages; KeyError for unknown handles."""
-        chunk = self._chunks.pop(handle)
-        if chunk.page_size == HUGE_PAGE:
-            self.used_huge -= chunk.size
-        else:
-            self.used_normal -= chunk.size
-        chunk.release()
-
-    def chunk(self, handle: int) -> PhysicalChunk:
-        """The chunk with this handle; KeyError for unknown handles."""
-        return self._chunks[handle]
 
 
 @dataclass(eq=False)
@@ -114,6 +28,7 @@ class Mapping:
     chunk: PhysicalChunk
     chunk_offset: int
     valid: int  # bytes the allocation asked for (<= size)
+    writable: bool = True  # False: a read-only mapping (writes fault)
     # blocks a caching pool handed out inside this mapping: start -> largest size ever handed out
     # there, (starts, sizes) in address order, replaced whole on change; None for a plain
     # allocation. Sizes never shrink, so work still queued on a stream after a free (and a reuse)
@@ -160,14 +75,20 @@ class DeviceFault(Exception):
     nearest: Mapping | None = None
     asid: int = -1
     owner_asid: int | None = None  # address space that owns the address, when foreign
+    reason: str = ""  # "freed": nearest is a freed allocation; "read-only": a write to one
 
     def __str__(self) -> str:
         text = f"invalid {self.kind} of {self.nbytes} bytes at 0x{self.address:x}"
+        near = self.nearest
+        if self.reason == "freed" and near is not None:
+            offset = self.address - near.va
+            return f"{text}: {offset} bytes inside a freed {near.valid}-byte allocation at 0x{near.va:x}"
+        if self.reason == "read-only" and near is not None:
+            return f"{text}: the mapping at 0x{near.va:x} of {near.size} bytes is read-only"
         if self.owner_asid is not None and self.owner_asid != self.asid:
             if self.owner_asid < 0:
                 return f"{text}: address belongs to no address space (this context's is {self.asid})"
             return f"{text}: address belongs to address space {self.owner_asid}, not {self.asid}"
-        near = self.nearest
         if near is None:
             return f"{text}: no allocation in this address space"
         if self.address >= near.va + near.valid:
@@ -193,6 +114,10 @@ class AddressSpace:
     generation: int = 0  # moves on every change of the table or of a pool's blocks (views cache on it)
     # view() results while the generation is unchanged: (generation, {(address, bytes, kind): view})
     _views: tuple[int, dict[tuple[int, int, str], np.ndarray]] = field(default_factory=lambda: (0, {}))
+    # allocations freed but still in the VA quarantine: start -> valid bytes (readers take a
+    # snapshot, which the GIL makes atomic); a fault inside one names it ("freed 4096-byte
+    # allocation at A")
+    _freed: dict[int, int] = field(default_factory=dict)
 
     @property
     def base(self) -> int:
@@ -204,7 +129,9 @@ class AddressSpace:
         """One past the last address of the window."""
         return self.base + (1 << VA_SPACE_SHIFT)
 
-    def map(self, va: int, chunk: PhysicalChunk, chunk_offset: int, size: int, valid: int) -> None:
+    def map(
+        self, va: int, chunk: PhysicalChunk, chunk_offset: int, size: int, valid: int, writable: bool = True
+    ) -> None:
         """Enter a mapping; ValueError if it overlaps one already present."""
         starts, maps = self._table
         index = bisect.bisect_left(starts, va)
@@ -212,8 +139,9 @@ class AddressSpace:
             raise ValueError(f"0x{va:x} is already mapped")
         if index < len(maps) and va + size > maps[index].va:
             raise ValueError(f"range at 0x{va:x} of {size} bytes overlaps a mapping")
-        mapping = Mapping(va, size, chunk, chunk_offset, valid)
+        mapping = Mapping(va, size, chunk, chunk_offset, valid, writable)
         self._table = ([*starts[:index], va, *starts[index:]], [*maps[:index], mapping, *maps[index:]])
+        chunk.maps += 1
         self.generation += 1
 
     def unmap(self, va: int) -> Mapping:
@@ -223,8 +151,41 @@ class AddressSpace:
         if index == len(starts) or starts[index] != va:
             raise KeyError(va)
         self._table = (starts[:index] + starts[index + 1 :], maps[:index] + maps[index + 1 :])
+        maps[index].chunk.maps -= 1
         self.generation += 1
         return maps[index]
+
+    def set_writable(self, va: int, writable: bool) -> None:
+        """Change the access of the mapping starting at va; KeyError if none starts there."""
+        starts, maps = self._table
+        index = bisect.bisect_left(starts, va)
+        if index == len(starts) or starts[index] != va:
+            raise KeyError(va)
+        old = maps[index]
+        new = Mapping(old.va, old.size, old.chunk, old.chunk_offset, old.valid, writable, old.blocks)
+        self._table = (starts, [*maps[:index], new, *maps[index + 1 :]])
+        self.generation += 1
+
+    def mappings_in(self, start: int, end: int) -> list[Mapping]:
+        """The mappings overlapping [start, end)."""
+        starts, maps = self._table
+        index = max(0, bisect.bisect_right(starts, start) - 1)
+        return [m for m in maps[index:] if m.va < end and m.va + m.size > start]
+
+    def retire(self, va: int, valid: int) -> None:
+        """An allocation at va was freed; its VA is quarantined (faults there name it)."""
+        self._freed[va] = valid
+
+    def forget_freed(self, va: int) -> None:
+        """The quarantine let go of va: its VA may be handed out again."""
+        self._freed.pop(va, None)
+
+    def freed_at(self, address: int) -> Mapping | None:
+        """The freed allocation whose bytes hold address, as a mapping (fault reports)."""
+        for start, valid in list(self._freed.items()):
+            if start <= address < start + max(valid, 1):
+                return Mapping(start, valid, PhysicalChunk(0, 0, NORMAL_PAGE, 0), 0, valid)
+        return None
 
     def annotate(self, address: int, size: int) -> None:
         """A pool handed out a block inside a mapping: accesses are checked against its blocks
@@ -269,7 +230,12 @@ class AddressSpace:
         while cursor < end or not views:
             found = self.mapping_at(cursor)
             if found is None:
+                freed = self.freed_at(cursor)
+                if freed is not None:
+                    raise DeviceFault(kind, address, nbytes, freed, self.asid, reason="freed")
                 raise DeviceFault(kind, address, nbytes, self.nearest(cursor), self.asid)
+            if kind == "write" and not found.writable:
+                raise DeviceFault(kind, address, nbytes, found, self.asid, reason="read-only")
             if found.blocks is not None and not found.covered(cursor, end):
                 raise DeviceFault(kind, address, nbytes, found.nearest_block(cursor), self.asid)
             stop = min(end, found.va + found.valid)
@@ -309,3 +275,16 @@ class AddressSpace:
                 break  # padding after an allocation's valid bytes ends the run
             found = self.mapping_at(end)
         return end
+
+
+__all__ = [
+    "GIANT_PAGE",
+    "HUGE_PAGE",
+    "NORMAL_PAGE",
+    "AddressSpace",
+    "DeviceFault",
+    "Hbm",
+    "Mapping",
+    "OutOfDeviceMemory",
+    "PhysicalChunk",
+]

@@ -1,8 +1,20 @@
-"""Virtual address bookkeeping of one address space (the driver's reserve/release)."""
+"""Virtual address bookkeeping of one address space (the driver's reserve/release).
+
+Freed allocations go through a quarantine before their VA can be handed out again (as CUDA's
+allocator and AddressSanitizer do): the newest QUARANTINE_ENTRIES freed ranges, at most
+QUARANTINE_BYTES of VA, stay reserved, so a use after free faults instead of reading whatever
+was placed there next. When the window runs out of VA, the quarantine is emptied and the
+reservation retried.
+"""
 
 from __future__ import annotations
 
 import bisect
+from collections import deque
+from collections.abc import Callable
+
+QUARANTINE_ENTRIES = 1024
+QUARANTINE_BYTES = 4 << 30
 
 
 class AddressRangeError(Exception):
@@ -12,13 +24,30 @@ class AddressRangeError(Exception):
 class VaAllocator:
     """First-fit reservation of aligned ranges inside [base, limit), coalescing on release."""
 
-    def __init__(self, base: int, limit: int) -> None:
+    def __init__(self, base: int, limit: int, on_evict: Callable[[int], None] | None = None) -> None:
         self._free_starts = [base]
         self._free_ends = [limit]
         self._reserved: dict[int, int] = {}  # start -> size
+        self._user: set[int] = set()  # starts of reservations made by aclrtReserveMemAddress (VMM)
+        self._quarantine: deque[int] = deque()  # starts of freed ranges, oldest first
+        self._quarantined_bytes = 0
+        self._on_evict = on_evict  # told the start of each range leaving the quarantine
 
-    def reserve(self, size: int, alignment: int, expect: int = 0) -> int:
-        """Reserve size bytes aligned to alignment (at expect if it is free); returns the start."""
+    def reserve(self, size: int, alignment: int, expect: int = 0, *, user: bool = False) -> int:
+        """Reserve size bytes aligned to alignment (at expect if it is free); returns the start.
+        user marks a VMM reservation (mappings may be placed inside it)."""
+        try:
+            start = self._reserve(size, alignment, expect)
+        except AddressRangeError:
+            if not self._quarantine:
+                raise
+            self._evict(len(self._quarantine))
+            start = self._reserve(size, alignment, expect)
+        if user:
+            self._user.add(start)
+        return start
+
+    def _reserve(self, size: int, alignment: int, expect: int) -> int:
         if size <= 0:
             raise AddressRangeError(f"cannot reserve {size} bytes")
         if expect:
@@ -50,11 +79,41 @@ class VaAllocator:
             self._free_ends.insert(index, start)
         self._reserved[start] = size
 
+    def quarantine(self, start: int) -> None:
+        """A freed allocation's range: released only after newer frees push it out."""
+        if start not in self._reserved:
+            raise AddressRangeError(f"0x{start:x} is not the start of a reservation")
+        self._quarantine.append(start)
+        self._quarantined_bytes += self._reserved[start]
+        while len(self._quarantine) > QUARANTINE_ENTRIES or self._quarantined_bytes > QUARANTINE_BYTES:
+            self._evict(1)
+
+    def _evict(self, count: int) -> None:
+        for _ in range(count):
+            start = self._quarantine.popleft()
+            self._quarantined_bytes -= self._reserved[start]
+            self.release(start)
+            if self._on_evict is not None:
+                self._on_evict(start)
+
+    def user_range(self, start: int, size: int) -> int | None:
+        """The VMM reservation holding [start, start + size), if any."""
+        starts = sorted(self._user)
+        index = bisect.bisect_right(starts, start) - 1
+        if index >= 0 and start + size <= starts[index] + self._reserved[starts[index]]:
+            return starts[index]
+        return None
+
+    def is_user(self, start: int) -> bool:
+        """True if start begins a VMM reservation."""
+        return start in self._user
+
     def release(self, start: int) -> int:
         """Release a reservation; returns its size. AddressRangeError if start was not reserved."""
         size = self._reserved.pop(start, None)
         if size is None:
             raise AddressRangeError(f"0x{start:x} is not the start of a reservation")
+        self._user.discard(start)
         end = start + size
         index = bisect.bisect_left(self._free_starts, start)
         if index < len(self._free_starts) and self._free_starts[index] == end:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from cannrt.abi import CopyKind, SdmaOp
 from cannrt.errors import CannError, ErrorCode, OutOfMemoryError
+from cannrt.memory.timeline import MemoryTimeline, memory_timeline
 from cannrt.runtime import host_check
 from cannrt.runtime.tracing import api_call
 
@@ -40,7 +41,7 @@ class MallocPolicy(IntEnum):
 
 
 class MemAttr(IntEnum):
-    """aclrtMemAttr for get_mem_info."""
+    """aclrtMemAttr (get_mem_info, and the memAttr of a physical allocation)."""
 
     DDR_MEM = 0
     HBM_MEM = 1
@@ -48,6 +49,29 @@ class MemAttr(IntEnum):
     DDR_MEM_NORMAL = 3
     HBM_MEM_HUGE = 4
     HBM_MEM_NORMAL = 5
+    DDR_MEM_P2P_HUGE = 6
+    DDR_MEM_P2P_NORMAL = 7
+    HBM_MEM_P2P_HUGE = 8
+    HBM_MEM_P2P_NORMAL = 9
+    HBM_MEM_HUGE1G = 10
+    HBM_MEM_P2P_HUGE1G = 11
+    MEM_NORMAL = 12  # the device's own memory (HBM here), chosen by the runtime
+    MEM_HUGE = 13
+    MEM_HUGE1G = 14
+    MEM_P2P_NORMAL = 15
+    MEM_P2P_HUGE = 16
+    MEM_P2P_HUGE1G = 17
+
+
+HOST_ATTRS = (
+    MemAttr.DDR_MEM,
+    MemAttr.DDR_MEM_NORMAL,
+    MemAttr.DDR_MEM_HUGE,
+    MemAttr.DDR_MEM_P2P_HUGE,
+    MemAttr.DDR_MEM_P2P_NORMAL,
+)
+HUGE_ATTRS = (MemAttr.HBM_MEM_HUGE, MemAttr.HBM_MEM_P2P_HUGE, MemAttr.MEM_HUGE, MemAttr.MEM_P2P_HUGE)
+GIANT_ATTRS = (MemAttr.HBM_MEM_HUGE1G, MemAttr.HBM_MEM_P2P_HUGE1G, MemAttr.MEM_HUGE1G, MemAttr.MEM_P2P_HUGE1G)
 
 
 def align_up(value: int, alignment: int) -> int:
@@ -76,20 +100,17 @@ def malloc(ctx: Context, size: int, policy: int = MallocPolicy.HUGE_FIRST, *, pa
     nbytes = padded_size(size, policy) if pad else align_up(size, PADDING)
     driver = ctx.runtime.driver
     ctx.runtime.host_cost(ctx.runtime.settings.host_costs.malloc_ns)
-    huge = policy in (
-        MallocPolicy.HUGE_ONLY,
-        MallocPolicy.HUGE_ONLY_P2P,
-        MallocPolicy.HUGE1G_ONLY,
-        MallocPolicy.HUGE1G_ONLY_P2P,
-    )
+    giant = policy in (MallocPolicy.HUGE1G_ONLY, MallocPolicy.HUGE1G_ONLY_P2P)
+    huge = giant or policy in (MallocPolicy.HUGE_ONLY, MallocPolicy.HUGE_ONLY_P2P)
     first_huge = policy in (MallocPolicy.HUGE_FIRST, MallocPolicy.HUGE_FIRST_P2P) and nbytes > HUGE_THRESHOLD
     try:
-        va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge)
+        va = driver.mem_alloc(ctx.asid, nbytes, nbytes, huge or first_huge, giant=giant)
     except OutOfMemoryError:
         if not first_huge:
             raise
         va = driver.mem_alloc(ctx.asid, nbytes, nbytes, False)  # huge pages first, then normal ones
     ctx.allocations[va] = size
+    record_event(ctx, "malloc", va, size)
     return va
 
 
@@ -104,8 +125,58 @@ def free(ctx: Context, va: int) -> None:
             else "is not the start of an allocation of this context"
         )
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"free: 0x{va:x} {where}")
-    del ctx.allocations[va]
+    size = ctx.allocations.pop(va)
     ctx.runtime.driver.mem_free(ctx.asid, va)
+    record_event(ctx, "free", va, -size)
+
+
+@api_call("aclrtMalloc")
+def malloc_segment(ctx: Context, size: int) -> int:
+    """A pool segment: size bytes (a multiple of 2 MiB) of huge pages mapped page-exact, no
+    padding, so the pool's reserved bytes are exactly the HBM it holds (the driver call behind
+    aclrtMalloc without its padding rules)."""
+    ctx.check_alive()
+    ctx.check_sticky()
+    ctx.runtime.host_cost(ctx.runtime.settings.host_costs.malloc_ns)
+    return ctx.runtime.driver.mem_alloc(ctx.asid, size, size, True)
+
+
+@api_call("aclrtFree")
+def free_segment(ctx: Context, va: int) -> None:
+    """Give a pool segment back (the pool made sure no queued work still touches it)."""
+    ctx.runtime.driver.mem_free(ctx.asid, va)
+
+
+def quiesce(ctx: Context) -> None:
+    """Wait until the work queued so far on every stream of ctx has run, real work included
+    (the implicit synchronisation of aclrtUnmapMem and of a segment release)."""
+    with ctx.lock:
+        streams = [stream for stream in ctx.streams.values() if not stream.destroyed]
+    runtime = ctx.runtime
+    for stream in streams:
+        try:
+            result = runtime.driver.sq_wait(ctx.device_id, stream.sq_id, stream.tail, runtime.clock.now_ns, None)
+        except (CannError, KeyError):
+            if stream.destroyed:
+                continue  # destroyed meanwhile: its SQ was drained or discarded
+            raise  # the watchdog: queued work cannot finish
+        runtime.waited(result)
+
+
+def timeline_of(ctx: Context) -> MemoryTimeline:
+    """The memory timeline of ctx's device, its totals restarted when the device was reset."""
+    timeline = memory_timeline(ctx.runtime, ctx.device_id)
+    state = ctx.runtime.devices.get(ctx.device_id)
+    if state is not None:
+        timeline.begin_epoch(state.default_context, ctx.runtime.clock.now_ns)
+    return timeline
+
+
+def record_event(ctx: Context, action: str, address: int, delta: int, pool: str = "malloc", stream: int = -1) -> None:
+    """Note an allocation (delta > 0) or free in the device's memory timeline."""
+    timeline = timeline_of(ctx)
+    if timeline.enabled:
+        timeline.record(ctx.runtime.clock.now_ns, action, address, delta, pool, stream)
 
 
 def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
@@ -114,15 +185,15 @@ def mem_info(ctx: Context, attr: int) -> tuple[int, int]:
         attr = MemAttr(attr)
     except ValueError:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memory attribute {attr}") from None
-    if attr in (MemAttr.DDR_MEM, MemAttr.DDR_MEM_NORMAL, MemAttr.DDR_MEM_HUGE):
+    if attr in HOST_ATTRS:
         page = os.sysconf("SC_PAGE_SIZE")
         return os.sysconf("SC_AVPHYS_PAGES") * page, os.sysconf("SC_PHYS_PAGES") * page
-    free, total, huge, normal = ctx.runtime.driver.mem_info(ctx.device_id)
-    if attr == MemAttr.HBM_MEM_HUGE:
-        return free, total - normal
-    if attr == MemAttr.HBM_MEM_NORMAL:
-        return free, total - huge
-    return free, total
+    free, total, _, _ = ctx.runtime.driver.mem_info(ctx.device_id)
+    if attr in HUGE_ATTRS or attr in GIANT_ATTRS:
+        _, free_huge, free_giant = ctx.runtime.driver.mem_free_pages(ctx.device_id)
+        # wholly free 2 MiB frames, or wholly free aligned 1 GiB groups of them
+        return (free_giant if attr in GIANT_ATTRS else free_huge), total
+    return free, total  # HBM_MEM and the NORMAL attributes: every free 4 KiB page
 
 
 Extent = tuple[int, int, int, int] | None  # (device, asid, start, valid bytes); None: host memory
@@ -180,6 +251,7 @@ def _check_range(ctx: Context, address: int, count: int, role: str, extent: Exte
     """Device memory: inside one allocation of this context or a peer; host memory: mapped
     (readable, and writable for a destination). RT_PARAM_INVALID with the numbers otherwise."""
     if extent is None:
+        _check_not_freed(ctx, address, role)
         if count == 0:
             return
         ok = host_check.writable(address, count) if write else host_check.readable(address, count)
@@ -207,10 +279,21 @@ def _check_range(ctx: Context, address: int, count: int, role: str, extent: Exte
         )
 
 
+def _check_not_freed(ctx: Context, address: int, role: str) -> None:
+    """A device address of a freed allocation (still quarantined): RT_PARAM_INVALID naming it."""
+    freed = ctx.runtime.driver.mem_freed(address)
+    if freed is not None:
+        message = f"{role} 0x{address:x} is {address - freed[0]} bytes inside a freed {freed[1]}-byte allocation"
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"{message} at 0x{freed[0]:x}")
+
+
 def _checked_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int, kind: int) -> CopyKind:
     """Every check of a copy, each pointer located once; returns the resolved kind."""
     check_copy(ctx, dst, dst_max, src, count)
     src_extent, dst_extent = _locate(ctx, src), _locate(ctx, dst)
+    for extent, address, role in ((src_extent, src, "src"), (dst_extent, dst, "dst")):
+        if extent is None:
+            _check_not_freed(ctx, address, role)
     resolved = resolve_kind(kind, src_extent, dst_extent)
     _check_range(ctx, src, count, "src", src_extent, write=False)
     _check_range(ctx, dst, count, "dst", dst_extent, write=True)
@@ -278,29 +361,43 @@ def release_address(ctx: Context, va: int) -> None:
     ctx.runtime.driver.mem_release(ctx.asid, va)
 
 
-def malloc_physical(ctx: Context, size: int) -> int:
-    """Physical HBM pages in 2 MiB granules, returned as a handle (aclrtMallocPhysical)."""
+def malloc_physical(ctx: Context, size: int, *, giant: bool = False) -> int:
+    """Physical HBM pages in 2 MiB (giant: 1 GiB) granules, returned as a handle (aclrtMallocPhysical)."""
     ctx.check_alive()
+    ctx.check_sticky()
     if size <= 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"malloc_physical: size {size} must be > 0")
-    return ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True)
+    handle = ctx.runtime.driver.mem_physical_alloc(ctx.device_id, size, True, giant=giant)
+    record_event(ctx, "malloc_physical", handle, align_up(size, (1 << 30) if giant else 2 << 20), "physical")
+    return handle
 
 
-def free_physical(ctx: Context, handle: int) -> None:
-    """Free physical pages by handle (aclrtFreePhysical)."""
+def free_physical(ctx: Context, handle: int, size: int = 0) -> None:
+    """Free physical pages by handle; refused while mapped (aclrtFreePhysical)."""
     ctx.runtime.driver.mem_physical_free(ctx.device_id, handle)
+    record_event(ctx, "free_physical", handle, -size, "physical")
 
 
-def map_memory(ctx: Context, va: int, size: int, offset: int, handle: int) -> None:
-    """Map physical pages behind part of a reservation (aclrtMapMem)."""
+def map_memory(ctx: Context, va: int, size: int, offset: int, handle: int, *, writable: bool = True) -> None:
+    """Map physical pages behind part of a reservation, only inside one (aclrtMapMem)."""
+    ctx.check_alive()
     if size <= 0 or offset < 0:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"map: size {size} must be > 0 and offset {offset} >= 0")
-    ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle)
+    ctx.runtime.driver.mem_map(ctx.asid, va, size, offset, handle, writable)
 
 
 def unmap_memory(ctx: Context, va: int) -> None:
-    """Remove a mapping (aclrtUnmapMem)."""
+    """Remove a mapping (aclrtUnmapMem) once the work queued on the context's streams has run:
+    the unmap is deferred by an implicit synchronisation, as cuMemUnmap's is."""
+    ctx.check_alive()
+    quiesce(ctx)
     ctx.runtime.driver.mem_unmap(ctx.asid, va)
+
+
+def set_access(ctx: Context, va: int, writable: bool) -> None:
+    """Read-only or read-write access for a mapping made by map_memory (aclrtMemSetAccess)."""
+    ctx.check_alive()
+    ctx.runtime.driver.mem_set_access(ctx.asid, va, writable)
 
 
 def can_access_peer(runtime_device_count: int, device: int, peer: int) -> bool:

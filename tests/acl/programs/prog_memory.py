@@ -48,7 +48,7 @@ def mallocs() -> None:
     expect(0 < free_ddr <= total_ddr, True, "DDR numbers")
     for attr in (ACL_HBM_MEM_HUGE, ACL_HBM_MEM_NORMAL, 2, 3):
         value(acl.rt.get_mem_info(attr), f"mem info {attr}")
-    expect(acl.rt.get_mem_info(17), (0, 0, ACL_ERROR_RT_PARAM_INVALID), "unknown attribute")
+    expect(acl.rt.get_mem_info(18), (0, 0, ACL_ERROR_RT_PARAM_INVALID), "unknown attribute (0..17 are aclrtMemAttr)")
 
 
 def host_memory() -> None:

@@ -203,9 +203,13 @@ def counter_events(tasks: Sequence[TaskRecord]) -> list[Event]:
     return events
 
 
-def chrome_trace(records: Iterable[TaskRecord], slices: Sequence[HostSlice], chip: ChipSpec) -> dict[str, Any]:
-    """The whole msprof_<ts>.json object: {"traceEvents": [...], "displayTimeUnit": "ms"}."""
+def chrome_trace(
+    records: Iterable[TaskRecord], slices: Sequence[HostSlice], chip: ChipSpec, extra: Sequence[Event] = ()
+) -> dict[str, Any]:
+    """The whole msprof_<ts>.json object: {"traceEvents": [...], "displayTimeUnit": "ms"}; extra
+    events (the memory timeline's counter tracks) are appended as given."""
     tasks = device_tasks(records)
     tids = host_thread_tids(slices)
     events = host_events(slices, tids) + device_events(tasks, chip) + flow_events(slices, tids) + counter_events(tasks)
+    events += list(extra)
     return {"traceEvents": events, "displayTimeUnit": "ms"}

@@ -48,12 +48,13 @@ def write_profile(
     chip: ChipSpec,
     group: str = "PipeUtilization",
     stamp: str | None = None,
+    extra: Sequence[dict[str, Any]] = (),
 ) -> Path:
     """Write msprof_<ts>.json, op_summary, task_time, l2_cache and api_statistic CSVs; returns PROF_ dir."""
     stamp = stamp or time.strftime("%Y%m%d%H%M%S")
     folder = make_prof_dir(root, stamp)
     out = folder / OUTPUT_DIR
-    trace: dict[str, Any] = chrome_trace(records, slices, chip)
+    trace: dict[str, Any] = chrome_trace(records, slices, chip, extra)
     (out / f"msprof_{stamp}.json").write_text(json.dumps(trace, separators=(",", ":")))
     write_csv(out / f"op_summary_{stamp}.csv", summary.op_summary(records, chip, group))
     write_csv(out / f"task_time_{stamp}.csv", summary.task_time(records))
