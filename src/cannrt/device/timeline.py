@@ -105,7 +105,19 @@ class Timeline:
         return self._heap[0][0] if self._heap else NEVER
 
     def advance(self, bound: int, until: Callable[[], bool] | None = None) -> bool:
-        """Process instants up to bound; stop early once `until` holds. Returns until's value."""
+        """Process instants up to bound; stop early once `until` holds. Returns until's value.
+        Device lock held; one thread at a time drives the scheduler (it waits for its turn)."""
+        sync = self._sync
+        if sync.scheduling:
+            sync.claim_scheduler()
+        else:
+            sync.scheduling = True
+        try:
+            return self._advance(bound, until)
+        finally:
+            sync.release_scheduler()
+
+    def _advance(self, bound: int, until: Callable[[], bool] | None) -> bool:
         heap = self._heap
         ready = self._ready
         self._bound = bound
