@@ -79,10 +79,10 @@ class DeviceArray:
         if stream is None:
             memory_ops.memcpy(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE)
             return
-        _keepalive(stream, data)
         memory_ops.memcpy_async(
             ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE, stream._rt
         )
+        stream._rt.hold(data)  # the source stays alive until the copy ran
 
     def copy_to(self, host: np.ndarray, stream: Stream) -> None:
         """Queue a copy into a preallocated, contiguous host array (read it after synchronising)."""
@@ -93,6 +93,7 @@ class DeviceArray:
         memory_ops.memcpy_async(
             ctx, host.ctypes.data, host.nbytes, self.address, self.nbytes, CopyKind.DEVICE_TO_HOST, stream._rt
         )
+        stream._rt.hold(host)  # the target stays alive until the copy ran, even if a wait fails
 
     def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
         """Copy out to a new numpy array: on stream (or the `with stream:` one) then synchronising
@@ -126,14 +127,3 @@ class DeviceArray:
         Tensor.record_stream)."""
         if self.block is not None:
             pools.pool_of(self.device.context).record_stream(self.block, stream._rt)
-
-
-def _keepalive(stream: Stream, data: np.ndarray) -> None:
-    """Keep an async copy's host source alive until the stream passes it."""
-    pending = getattr(stream._rt, "_host_sources", None)
-    if pending is None:
-        pending = stream._rt._host_sources = []  # type: ignore[attr-defined]
-    pending.append((stream._rt.tail, data))
-    if len(pending) > 64:
-        head = stream._rt.head()
-        pending[:] = [(pos, arr) for pos, arr in pending if pos >= head]

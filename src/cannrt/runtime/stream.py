@@ -27,6 +27,7 @@ PRIORITY_LOWEST = 7
 
 
 MAX_POLL_DOUBLINGS = 32
+HELD_PRUNE = 64  # held host objects before the stream looks which of their tasks completed
 
 
 def timeout_ns(timeout_ms: float | None) -> int | None:
@@ -73,6 +74,8 @@ class Stream:
         self.error_code = 0  # first device error seen on this stream and not yet reported
         self.creator_thread = threading.get_ident()
         self._poll_streak = 0  # consecutive not-ready queries
+        # host memory that queued tasks read or write: (position of the last such task, owner)
+        self._held: list[tuple[int, object]] = []
 
     def __repr__(self) -> str:
         kind = "default " if self.is_default else ""
@@ -121,6 +124,20 @@ class Stream:
             self._costs.call_ns,
         )
 
+    def hold(self, owner: object) -> None:
+        """Keep owner (the host memory of the task just queued) alive until that task completed,
+        whatever the caller does meanwhile: a failed wait must not free what a queued copy uses."""
+        with self._submit_lock:  # threads sharing the stream: no entry lost to a prune
+            self._held.append((self.tail, owner))
+            crowded = len(self._held) > HELD_PRUNE
+        if crowded:
+            self._release_held(self.head())
+
+    def _release_held(self, head: int) -> None:
+        """Drop what tasks before position head held (they completed)."""
+        with self._submit_lock:
+            self._held = [(end, owner) for end, owner in self._held if end > head]
+
     # -- observation -------------------------------------------------------------------------
     def head(self) -> int:
         """Tasks of this stream completed by now on the modelled timeline."""
@@ -144,10 +161,13 @@ class Stream:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
         self._clock.now_ns += self._costs.sync_ns
         wait_ns = timeout_ns(timeout_ms)
+        tail = self.tail
         finished = self._runtime.waited(
-            self._driver.sq_wait(self.device_id, self.sq_id, self.tail, self._clock.now_ns, wait_ns)
+            self._driver.sq_wait(self.device_id, self.sq_id, tail, self._clock.now_ns, wait_ns)
         )
         self.context.drain_reports()
+        if finished and self._held:
+            self._release_held(tail)
         if not finished:
             head = self.head()
             raise CannTimeout(
