@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,7 +38,7 @@ class DeviceArray:
         self.shape = shape
         self.dtype = dtype
         self._spec: TensorArg | None = None  # tensor_arg(), made once
-        self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        self.nbytes = math.prod(shape) * dtype.itemsize  # the shape was checked to fit int64
         self.freed = False
 
     def __repr__(self) -> str:
@@ -70,7 +71,10 @@ class DeviceArray:
         """Copy a host array in: async on stream (or the `with stream:` one), else synchronous."""
         self._check_live()
         stream = stream or active_stream(self.device)
-        data = np.asarray(host, dtype=self.dtype, order="C")
+        try:
+            data = np.asarray(host, dtype=self.dtype, order="C")
+        except (TypeError, ValueError) as exc:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"cannot copy {type(host).__name__} in: {exc}") from None
         if data.nbytes != self.nbytes:
             raise CannError(
                 ErrorCode.RT_PARAM_INVALID, f"host array has {data.nbytes} bytes, device array {self.nbytes}"
@@ -87,7 +91,9 @@ class DeviceArray:
     def copy_to(self, host: np.ndarray, stream: Stream) -> None:
         """Queue a copy into a preallocated, contiguous host array (read it after synchronising)."""
         self._check_live()
-        if not host.flags.c_contiguous or host.nbytes != self.nbytes:
+        if not isinstance(host, np.ndarray):
+            raise TypeError(f"copy_to writes into a numpy array, not {type(host).__name__}")
+        if not host.flags.c_contiguous or not host.flags.writeable or host.nbytes != self.nbytes:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"host array must be contiguous with {self.nbytes} bytes")
         ctx = self.device.context
         memory_ops.memcpy_async(

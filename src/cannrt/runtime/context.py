@@ -5,13 +5,14 @@ Models aclrtCreateContext / aclrtSetContext; a device's default context comes fr
 
 from __future__ import annotations
 
+import numbers
 import threading
 from typing import TYPE_CHECKING
 
 from cannrt.abi import CQE_DISCARDED, decode_cqes
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.event import Event
-from cannrt.runtime.stream import Stream
+from cannrt.runtime.stream import STREAM_FLAGS, Stream
 from cannrt.runtime.tracing import api_call
 from cannrt.tools.exception_report import format_exception_record
 
@@ -50,7 +51,14 @@ class Context:
     # -- objects -----------------------------------------------------------------------------
     @api_call("aclrtCreateStream")
     def create_stream(self, priority: int = 0, flags: int = 0, *, is_default: bool = False) -> Stream:
-        """A new stream in this context (aclrtCreateStreamWithConfig)."""
+        """A new stream in this context (aclrtCreateStreamWithConfig): TypeError unless priority
+        and flags are integers; CannError 107000 for flags other than FAST_LAUNCH | FAST_SYNC."""
+        given: tuple[tuple[str, object], ...] = (("priority", priority), ("flags", flags))
+        for name, value in given:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"stream {name} is an integer, not {type(value).__name__}")
+        if flags < 0 or flags & ~STREAM_FLAGS:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown stream flags 0x{flags:x} (known: 0x{STREAM_FLAGS:x})")
         self.check_alive()
         self.check_sticky()
         self.runtime.host_cost(self.runtime.settings.host_costs.stream_ns)

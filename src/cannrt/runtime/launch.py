@@ -222,6 +222,8 @@ class Launcher:
             params = pack_params(args) if args else b""
         except (KernelArgumentError, DescriptorError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
+        except Exception as exc:  # a user kernel's own check raised something else
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"{name}: its argument check raised {exc!r}") from None
         return kernel, pc, params
 
     def _keep(self, key: LaunchKey, kernel: Kernel, pc: int, block_dim: int, params: bytes, dump: bool) -> Shape:
