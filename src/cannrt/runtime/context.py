@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import threading
+from collections import deque
 from typing import TYPE_CHECKING
 
 from cannrt.abi import CQE_DISCARDED, decode_cqes
@@ -34,6 +35,8 @@ class Context:
         self.lock = threading.RLock()
         self.streams: dict[int, Stream] = {}  # sq id -> stream
         self.events: set[Event] = set()
+        self.retired_events: list[Event] = []  # destroyed, slot held while queued tasks name them
+        self.orphaned_events: deque[Event] = deque()  # dropped by their owners: destroyed at the next reap
         self.allocations: dict[int, int] = {}  # user VA -> requested bytes
         self._internal: set[int] = set()
         self.memory_pool: object | None = None  # the API's caching pool (cannrt.api.pools)
@@ -79,15 +82,37 @@ class Context:
         self.check_alive()
         self.check_sticky()
         self.runtime.host_cost(self.runtime.settings.host_costs.event_ns)
+        if self.orphaned_events or self.retired_events:
+            self.reap_events()
         event = Event(self, flags, legacy=legacy)
         with self.lock:
             self.events.add(event)
         return event
 
-    def forget_event(self, event: Event) -> None:
-        """Called by an event as it is destroyed."""
+    def retire_event(self, event: Event) -> None:
+        """A destroyed event: its slot is freed now if no queued task names it, else later."""
+        busy = event.in_use()  # asks the device: not under the context lock
         with self.lock:
             self.events.discard(event)
+            if busy:
+                self.retired_events.append(event)
+        if not busy:
+            event.free_slot()
+
+    def reap_events(self) -> None:
+        """Destroy the orphaned events, free the slots of retired ones no queued task names."""
+        orphans = self.orphaned_events
+        while orphans:
+            event = orphans.popleft()
+            if not event.destroyed:
+                event.destroy()
+        with self.lock:
+            retired = list(self.retired_events)
+        done = [event for event in retired if not event.in_use()]
+        with self.lock:
+            self.retired_events = [event for event in self.retired_events if event not in done]
+        for event in done:
+            event.free_slot()
 
     def invalidate_launches(self) -> None:
         """Every stream's next launches go through the launch checks."""
@@ -158,6 +183,7 @@ class Context:
             stream.release(discard=True)
         for event in list(self.events):
             event.destroy()
+        self.reap_events()  # every stream is gone: no task names an event any more
         self.destroyed = True
         self.runtime.driver.space_destroy(self.asid)
         self.allocations.clear()
