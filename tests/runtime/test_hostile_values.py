@@ -172,3 +172,19 @@ def test_a_reset_while_a_host_function_runs_leaves_the_host_function_thread_serv
     stream.synchronize()
     assert ran == [1]
     assert rt.callbacks.errors == []
+
+
+def test_after_a_device_fault_the_pool_refuses_too_until_a_reset(rt: Runtime) -> None:
+    """Device.empty served from the pool's cache answers the sticky error like every other call."""
+    dev = Device(0)
+    stream = dev.stream()
+    cached = dev.empty(16)
+    cached.free()  # its block stays in the pool's cache
+    small, out = dev.empty(16), dev.empty(1024)
+    overrun = type(small)(dev, small.address, (1024,), np.dtype(np.float32), owned=False)
+    stream.launch("relu", overrun, out)
+    with pytest.raises(CannError) as fault:
+        stream.synchronize()
+    assert code_of(lambda: dev.empty(16)) == fault.value.code
+    dev.reset()
+    Device(0).empty(16)

@@ -76,7 +76,9 @@ class Device:
         return memory_ops.mem_info(self.context, memory_ops.MemAttr.HBM_MEM)
 
     def empty(self, shape: Sequence[int] | int, dtype: Any = np.float32) -> DeviceArray:
-        """Uninitialised device memory from the caching pool, for the current stream."""
+        """Uninitialised device memory from the caching pool, for the current stream (the
+        context's sticky error first, as every other call, even when the pool has the block)."""
+        self.context.check_sticky()
         try:
             dt = np.dtype(dtype)
             acl_code(dt)

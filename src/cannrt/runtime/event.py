@@ -161,10 +161,8 @@ class Event:
 
     def in_use(self) -> bool:
         """A task naming this event is still queued on a live stream."""
-        for stream, position in list(self._uses.values()):
-            if not stream.destroyed and stream.head() <= position:
-                return True
-        return False
+        uses = list(self._uses.values())
+        return any(not stream.destroyed and stream.head() <= position for stream, position in uses)
 
     def free_slot(self) -> None:
         """Return the device event id (the context calls it once the event is out of use)."""
