@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from cannrt import Device, Kernel, Work, register_kernel
+from cannrt import CannTimeout, Device, Kernel, Stream, Work, register_kernel
 from cannrt.runtime.core import Runtime
 
 GATE_S = 5.0  # bound on how long the gate stays shut (the test opens it long before)
@@ -173,3 +173,34 @@ def test_destroying_a_stream_while_another_thread_schedules_its_head(
     assert (out.to_numpy(other)[0]) in (7, 14)  # the add may have run for real before the destroy
     other.launch("add", other_out, other_out, other_out)
     assert (other_out.to_numpy(other) == 2).all()
+
+
+def test_bounded_waits_with_nothing_pending_time_out_though_they_wake_each_other(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    """Three threads each wait 1 ms on a stream held by a never-recorded legacy event: each
+    waiter's look at the scheduler wakes the others, yet every grace runs out (it runs from
+    when it started), so all three end with 507046 instead of livelocking."""
+    make_runtime(watchdog_s=10.0)
+    dev = Device(0)
+    never = dev.legacy_event()
+    streams = [dev.stream() for _ in range(3)]
+    for stream in streams:
+        stream.wait(never)
+    codes: list[int] = []
+    barrier = threading.Barrier(len(streams), timeout=GATE_S)
+
+    def wait_briefly(stream: Stream) -> None:
+        barrier.wait()
+        try:
+            stream.synchronize(1)
+        except CannTimeout as exc:
+            codes.append(exc.code)
+
+    errors: list[BaseException] = []
+    threads = [in_thread(lambda s=s: wait_briefly(s), errors) for s in streams]
+    for thread in threads:
+        thread.join(4 * GATE_S)
+    assert not any(thread.is_alive() for thread in threads), "bounded waits kept each other awake"
+    assert errors == []
+    assert codes == [507046] * 3

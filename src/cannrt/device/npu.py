@@ -170,25 +170,27 @@ class Npu:
 
     def _wait_locked(self, done: Callable[[], bool], deadline: int, wall_limit: float) -> tuple[bool, int]:
         timeline, fetcher, sync = self.timeline, self.fetcher, self.sync
-        expired = False  # the last sleep ran out: one more look, then give up
+        give_up_at = wall_limit  # a bounded wait with nothing pending gives other threads a grace
+        graced = False
         while True:
-            fetcher.drain()
+            if fetcher.doorbells:
+                graced = False  # new work arrived: a fresh grace if it does not help
+                fetcher.drain()
             if timeline.advance(deadline, done):
                 return True, timeline.now
             if timeline.next_time() != NEVER:  # the next event lies past the deadline
                 return False, deadline
-            if expired and not fetcher.doorbells:
+            if deadline != NEVER and not graced:
+                grace = HOST_WORK_GRACE_S if timeline.has_parked_callbacks() else STUCK_GRACE_S
+                give_up_at, graced = min(wall_limit, time.monotonic() + grace), True
+            remaining = give_up_at - time.monotonic()
+            if remaining <= 0 and not fetcher.doorbells:
                 if deadline != NEVER:
                     return False, deadline
                 raise DeviceHang(f"device {self.device_id}: nothing can make progress")
-            if deadline == NEVER:
-                grace = max(0.0, wall_limit - time.monotonic())
-            elif timeline.has_parked_callbacks():
-                grace = HOST_WORK_GRACE_S  # a host thread is running a callback: give it time
-            else:
-                grace = STUCK_GRACE_S
-            # woken by a doorbell or by another thread's scheduling (which may have done it all)
-            expired = not sync.sleep(grace) and (deadline != NEVER or time.monotonic() >= wall_limit)
+            # woken by a doorbell or by another thread's scheduling (which may have done it all);
+            # the grace and the watchdog run from when they started, whatever wakes the wait
+            sync.sleep(max(0.0, remaining))
 
     # -- tracing and dumps -------------------------------------------------------------------
     def trace(self, on: bool) -> None:
