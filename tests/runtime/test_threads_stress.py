@@ -106,3 +106,26 @@ def test_eight_threads_on_eight_streams_with_cross_thread_waits_and_round_trips(
     for t in range(threads):
         for k in range(per_thread):
             assert (data[t][k].to_numpy(streams[t][k]) == rounds).all()
+
+
+def test_eight_threads_allocating_and_freeing_from_the_pool_on_the_default_stream(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    """Device.array / to_numpy / free from 8 threads at once: every array reads back its own
+    bytes (issue 13 item 2's race; the pool's lock is the memory part's)."""
+    make_runtime(watchdog_s=10.0)
+    dev = Device(0)
+    rounds = 60
+
+    def body(t: int) -> None:
+        dev.use()
+        rng = np.random.default_rng(t)
+        for step in range(rounds):
+            values = rng.integers(0, 1 << 30, 256 + (step % 7) * 64, dtype=np.int32)
+            first, second = dev.array(values), dev.array(values[::-1].copy())
+            assert np.array_equal(first.to_numpy(), values), f"thread {t} step {step}"
+            assert np.array_equal(second.to_numpy(), values[::-1]), f"thread {t} step {step}"
+            first.free()
+            second.free()
+
+    assert run_threads(8, body) == []
