@@ -83,15 +83,26 @@ def pack_params(args: list[ParamValue] | tuple[ParamValue, ...]) -> bytes:
 
 
 def _check_tensor(index: int, arg: TensorArg) -> None:
-    """What the block's fields hold: a u64 address, a u8 dtype, a shape within int64."""
-    if not 0 <= arg.address < 1 << 64 or not 0 <= arg.dtype < 256:
-        raise DescriptorError(f"argument {index}: address 0x{arg.address:x} / dtype {arg.dtype} out of range")
-    try:
-        shape_nbytes(arg.shape, numpy_dtype(arg.dtype).itemsize if arg.dtype in ACL_TO_NUMPY else 1)
-    except TypeError as exc:
-        raise DescriptorError(f"argument {index}: {exc}") from None
-    except DescriptorError as exc:
-        raise DescriptorError(f"argument {index}: {exc}") from None
+    """What the block's fields hold: a u64 address, a u8 dtype, at most 255 u64 dims."""
+    if not 0 <= arg.address < 1 << 64 or not 0 <= arg.dtype < 256 or len(arg.shape) > MAX_DIMS:
+        raise DescriptorError(
+            f"argument {index}: address 0x{arg.address:x}, dtype {arg.dtype}, {len(arg.shape)} dims out of range"
+        )
+    for dim in arg.shape:
+        if isinstance(dim, bool) or not isinstance(dim, int) or not 0 <= dim < 1 << 64:
+            raise DescriptorError(f"argument {index}: dimension {dim!r} of {arg.shape} is not a u64")
+
+
+def check_tensor_sizes(args: list[ParamValue] | tuple[ParamValue, ...]) -> None:
+    """Every tensor argument's element count and bytes fit int64 (what a kernel may index);
+    DescriptorError with the numbers otherwise."""
+    for index, arg in enumerate(args):
+        if isinstance(arg, TensorArg):
+            itemsize = ACL_TO_NUMPY[arg.dtype].itemsize if arg.dtype in ACL_TO_NUMPY else 1
+            try:
+                shape_nbytes(arg.shape, itemsize)
+            except (TypeError, DescriptorError) as exc:
+                raise DescriptorError(f"argument {index}: {exc}") from None
 
 
 def unpack_params(block: bytes) -> list[ParamValue]:
