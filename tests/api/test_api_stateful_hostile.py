@@ -20,6 +20,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 import cannrt
 from cannrt import CannError, Device, DeviceArray, Stream
 from cannrt.config import Settings
+from cannrt.device.timeline import MAX_TASK_NS
 
 DOCUMENTED = {107000, 107003, 107017, 207001, 507046, 507014}
 SIZE = 64  # elements of the arrays the contents are checked on
@@ -103,7 +104,16 @@ class HostileApi(RuleBasedStateMachine):
 
     @rule(value=hostile_scalar)
     def launch_hostile_scalar(self, value: Any) -> None:
-        allowed(lambda: self.stream.launch("spin", value))
+        launched = allowed(lambda: self.stream.launch("spin", value) or True)
+        if launched and value > MAX_TASK_NS:  # fails on the device: a sticky error until a reset
+            try:
+                self.stream.synchronize()
+            except CannError as exc:
+                assert exc.code == 507014
+            else:
+                raise AssertionError(f"spin {value} ns completed")
+            self.dev.reset()
+            self.start()
 
     @rule(timeout=st.one_of(hostile_scalar, st.sampled_from([math.nan, math.inf, -1, 0, 2**31, 10])))
     def synchronize(self, timeout: Any) -> None:
