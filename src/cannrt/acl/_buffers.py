@@ -6,10 +6,11 @@ destroy_data_buffer returns ret.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from cannrt.abi.params import shape_nbytes
+from cannrt.abi.sqe import DescriptorError
 from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
 from cannrt.acl._state import api, as_handle, as_int, as_int_list, as_str, fail, on_finalize, record_error, require
@@ -38,8 +39,8 @@ class TensorDesc:
 
     @property
     def element_count(self) -> int:
-        """Number of elements (1 for a scalar)."""
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        """Number of elements (1 for a scalar); the shape was checked to fit int64."""
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -106,6 +107,11 @@ def create_tensor_desc(data_type: int, dims: list[int] | tuple[int, ...], format
     dtype, shape, fmt = as_int("data_type", data_type), as_int_list("dims", dims), as_int("format", format)
     if dtype not in ACL_TO_NUMPY or fmt not in FORMATS or any(d < 0 for d in shape):
         record_error(ErrorCode.INVALID_PARAM, f"create_tensor_desc: type {dtype}, dims {shape}, format {fmt}")
+        return 0
+    try:
+        shape_nbytes(shape, ACL_TO_NUMPY[dtype].itemsize)
+    except DescriptorError as exc:  # an element count or size past int64
+        record_error(ErrorCode.INVALID_PARAM, f"create_tensor_desc: {exc}")
         return 0
     return DESCS.add(TensorDesc(dtype, tuple(shape), fmt))
 

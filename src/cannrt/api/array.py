@@ -41,7 +41,7 @@ class DeviceArray:
         self.shape = shape
         self.dtype = dtype
         self._spec: TensorArg | None = None  # tensor_arg(), made once
-        self.nbytes = math.prod(shape) * dtype.itemsize
+        self.nbytes = math.prod(shape) * dtype.itemsize  # the shape was checked to fit int64
         self.freed = False
 
     def __repr__(self) -> str:
@@ -74,7 +74,10 @@ class DeviceArray:
         """Copy a host array in: async on stream (or the `with stream:` one), else synchronous."""
         self._check_live()
         stream = stream or active_stream(self.device)
-        data = np.asarray(host, dtype=self.dtype, order="C")
+        try:
+            data = np.asarray(host, dtype=self.dtype, order="C")
+        except (TypeError, ValueError) as exc:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"cannot copy {type(host).__name__} in: {exc}") from None
         if data.nbytes != self.nbytes:
             raise CannError(
                 ErrorCode.RT_PARAM_INVALID, f"host array has {data.nbytes} bytes, device array {self.nbytes}"
@@ -83,20 +86,23 @@ class DeviceArray:
         if stream is None:
             memory_ops.memcpy(ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE)
             return
-        _keepalive(stream, data)
         memory_ops.memcpy_async(
             ctx, self.address, self.nbytes, data.ctypes.data, data.nbytes, CopyKind.HOST_TO_DEVICE, stream._rt
         )
+        stream._rt.hold(data)  # the source stays alive until the copy ran
 
     def copy_to(self, host: np.ndarray, stream: Stream) -> None:
         """Queue a copy into a preallocated, contiguous host array (read it after synchronising)."""
         self._check_live()
-        if not host.flags.c_contiguous or host.nbytes != self.nbytes:
+        if not isinstance(host, np.ndarray):
+            raise TypeError(f"copy_to writes into a numpy array, not {type(host).__name__}")
+        if not host.flags.c_contiguous or not host.flags.writeable or host.nbytes != self.nbytes:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"host array must be contiguous with {self.nbytes} bytes")
         ctx = self.device.context
         memory_ops.memcpy_async(
             ctx, host.ctypes.data, host.nbytes, self.address, self.nbytes, CopyKind.DEVICE_TO_HOST, stream._rt
         )
+        stream._rt.hold(host)  # the target stays alive until the copy ran, even if a wait fails
 
     def to_numpy(self, stream: Stream | None = None) -> np.ndarray:
         """Copy out to a new numpy array: on stream (or the `with stream:` one) then synchronising
@@ -135,14 +141,3 @@ class DeviceArray:
         Tensor.record_stream)."""
         if self.block is not None:
             pools.pool_of(self.device.context).record_stream(self.block, stream._rt)
-
-
-def _keepalive(stream: Stream, data: np.ndarray) -> None:
-    """Keep an async copy's host source alive until the stream passes it."""
-    pending = getattr(stream._rt, "_host_sources", None)
-    if pending is None:
-        pending = stream._rt._host_sources = []  # type: ignore[attr-defined]
-    pending.append((stream._rt.tail, data))
-    if len(pending) > 64:
-        head = stream._rt.head()
-        pending[:] = [(pos, arr) for pos, arr in pending if pos >= head]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cannrt.abi.params import shape_nbytes
+from cannrt.abi.sqe import DescriptorError
 from cannrt.api import pools
 from cannrt.api.array import DeviceArray
 from cannrt.api.current import current_stream
@@ -74,14 +77,20 @@ class Device:
         return memory_ops.mem_info(self.context, memory_ops.MemAttr.HBM_MEM)
 
     def empty(self, shape: Sequence[int] | int, dtype: Any = np.float32) -> DeviceArray:
-        """Uninitialised device memory from the caching pool, for the current stream."""
-        shape_t = (shape,) if isinstance(shape, int) else tuple(shape)
+        """Uninitialised device memory from the caching pool, for the current stream (the
+        context's sticky error first, as every other call, even when the pool has the block)."""
+        self.context.check_sticky()
         try:
             dt = np.dtype(dtype)
             acl_code(dt)
         except (TypeError, ValueError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"unsupported dtype {dtype!r}: {exc}") from None
-        nbytes = int(np.prod(shape_t, dtype=np.int64)) * dt.itemsize
+        dims: Any = (shape,) if hasattr(type(shape), "__index__") else shape
+        try:
+            nbytes = shape_nbytes(dims, dt.itemsize)  # TypeError for dimensions that are not integers
+        except DescriptorError as exc:  # negative, or past int64
+            raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
+        shape_t = tuple(operator.index(dim) for dim in dims)
         block = pools.allocate(self.context, max(1, nbytes), current_stream(self)._rt)
         array = DeviceArray(self, block.address, shape_t, dt)
         array.block = block

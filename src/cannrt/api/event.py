@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from cannrt.runtime.event import Event as RtEvent
@@ -15,6 +16,8 @@ class Event:
 
     def __init__(self, rt_event: RtEvent) -> None:
         self._rt = rt_event
+        # dropped without destroy(): the runtime destroys it at a safe point (no lock taken here)
+        self._finalizer = weakref.finalize(self, _release, rt_event)
 
     def __repr__(self) -> str:
         return repr(self._rt)
@@ -47,3 +50,9 @@ class Event:
     def destroy(self) -> None:
         """Release the event."""
         self._rt.destroy()
+        self._finalizer.detach()
+
+
+def _release(rt_event: RtEvent) -> None:
+    if not rt_event.destroyed:
+        rt_event.release()

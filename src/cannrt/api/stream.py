@@ -109,11 +109,15 @@ class Stream:
         """Record an event (a new timing event if none given) on this stream."""
         if event is None:
             event = Event(self._rt.context.create_event())
+        elif not isinstance(event, Event):
+            raise TypeError(f"record takes an Event or None, not {type(event).__name__}")
         event._rt.record(self._rt)
         return event
 
     def wait(self, event: Event) -> None:
         """Later tasks of this stream wait for the event's newest record (aclrtStreamWaitEvent)."""
+        if not isinstance(event, Event):
+            raise TypeError(f"wait takes an Event, not {type(event).__name__}")
         event._rt.wait_on(self._rt)
 
     def wait_stream(self, other: Stream) -> None:

@@ -57,12 +57,16 @@ class Npu:
     def destroy_sq(self, sq_id: int, discard: bool) -> None:
         """Tear down an SQ; with discard, tasks not yet run are dropped (destroy_force)."""
         with self.sync.lock:
-            sq = self.fetcher.remove(sq_id)
-            if discard:
-                for task in sq.real_queue:
-                    task.discarded = True
-                sq.model_queue.clear()
-            self.timeline.forget(sq)
+            self.sync.claim_scheduler()  # not while another thread's scheduling looks at its head
+            try:
+                sq = self.fetcher.remove(sq_id)
+                if discard:
+                    for task in sq.real_queue:
+                        task.discarded = True
+                    sq.model_queue.clear()
+                self.timeline.forget(sq)
+            finally:
+                self.sync.release_scheduler()
 
     def create_cq(self, cq_id: int) -> None:
         """Bring up a completion queue."""
@@ -166,24 +170,28 @@ class Npu:
         return reached, max(now_ns, at)
 
     def _wait_locked(self, done: Callable[[], bool], deadline: int, wall_limit: float) -> tuple[bool, int]:
-        timeline, fetcher, lock = self.timeline, self.fetcher, self.sync.lock
+        timeline, fetcher, sync = self.timeline, self.fetcher, self.sync
+        give_up_at = wall_limit  # a bounded wait with nothing pending gives other threads a grace
+        graced = False
         while True:
-            fetcher.drain()
+            if fetcher.doorbells:
+                graced = False  # new work arrived: a fresh grace if it does not help
+                fetcher.drain()
             if timeline.advance(deadline, done):
                 return True, timeline.now
             if timeline.next_time() != NEVER:  # the next event lies past the deadline
                 return False, deadline
-            if deadline == NEVER:
-                grace = max(0.0, wall_limit - time.monotonic())
-            elif timeline.has_parked_callbacks():
-                grace = HOST_WORK_GRACE_S  # a host thread is running a callback: give it time
-            else:
-                grace = STUCK_GRACE_S
-            if not lock.wait(grace) and not fetcher.doorbells:
+            if deadline != NEVER and not graced:
+                grace = HOST_WORK_GRACE_S if timeline.has_parked_callbacks() else STUCK_GRACE_S
+                give_up_at, graced = min(wall_limit, time.monotonic() + grace), True
+            remaining = give_up_at - time.monotonic()
+            if remaining <= 0 and not fetcher.doorbells:
                 if deadline != NEVER:
                     return False, deadline
-                if time.monotonic() >= wall_limit:
-                    raise DeviceHang(f"device {self.device_id}: nothing can make progress")
+                raise DeviceHang(f"device {self.device_id}: nothing can make progress")
+            # woken by a doorbell or by another thread's scheduling (which may have done it all);
+            # the grace and the watchdog run from when they started, whatever wakes the wait
+            sync.sleep(max(0.0, remaining))
 
     # -- tracing and dumps -------------------------------------------------------------------
     def trace(self, on: bool) -> None:

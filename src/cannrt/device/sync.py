@@ -3,6 +3,12 @@
 The scheduler (modelled time) may need a task's real results before it can commit it; the worker
 runs tasks for real on its own thread; host threads wait for modelled progress. DeviceSync holds
 the lock they share, the worker's wake-up and the flags each side reads of the other.
+
+One thread at a time drives the scheduler (`claim_scheduler`): a scheduler that waits for real
+results releases the device lock meanwhile, and another host thread must not dispatch the same
+SQ heads then. Every host thread that sleeps on the lock counts itself in `sleepers`, and the
+scheduler's owner wakes them all when it hands the scheduler back: whatever it completed, each
+sleeper re-checks its own condition.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ class DeviceSync:
         self.urgent = False  # someone waits for real results: the worker runs at once
         self.host_waiters = 0  # host threads inside a wait (guarded by lock)
         self.awaited: Task | None = None  # the task the scheduler waits to see run for real
+        self.scheduling = False  # a thread drives the scheduler (guarded by lock)
+        self.sleepers = 0  # threads inside lock.wait for modelled progress (guarded by lock)
         # runs what can run on the waiting thread (the worker's, wired by the Npu); False if none
         self.run_waiting: Callable[[], bool] | None = None
 
@@ -55,6 +63,28 @@ class DeviceSync:
         if task is self.awaited:
             with self.lock:
                 self.lock.notify_all()
+
+    def claim_scheduler(self) -> None:
+        """Become the one thread that drives the scheduler (lock held; released while another
+        thread drives it, which is bounded by that thread's watchdog)."""
+        while self.scheduling:
+            self.sleep(AWAIT_POLL_S)
+        self.scheduling = True
+
+    def release_scheduler(self) -> None:
+        """Hand the scheduler back and wake every sleeper to re-check what it waits for (lock held)."""
+        self.scheduling = False
+        if self.sleepers:
+            self.lock.notify_all()
+
+    def sleep(self, seconds: float) -> bool:
+        """Wait on the lock (held; released meanwhile) for a notification or seconds; False on
+        a timeout. The scheduler's owner wakes every sleeper when it is done."""
+        self.sleepers += 1
+        try:
+            return self.lock.wait(seconds)
+        finally:
+            self.sleepers -= 1
 
     def await_real(self, task: Task, patience_s: float | None = None) -> bool:
         """Block (lock held, released while waiting) until task has run for real, running what

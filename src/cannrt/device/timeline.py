@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from cannrt.abi import (
     WR_CQE,
     CoreKind,
+    ErrorType,
     EventMode,
     EventSqe,
     KernelSqe,
@@ -27,6 +28,7 @@ from cannrt.abi import (
 from cannrt.device.kernel_costs import KernelCosts
 from cannrt.device.l2 import L2Model
 from cannrt.device.records import task_record
+from cannrt.errors import ErrorCode
 
 if TYPE_CHECKING:
     from cannrt.config import Settings
@@ -41,6 +43,8 @@ ARRIVE = 1
 RESOURCE = 2
 WAIT_EXPIRED = 3  # an event wait reached its op wait timeout (aclrtSetOpWaitTimeout)
 NEVER = 1 << 62
+CLOCK_LIMIT = 1 << 61  # a task due to start past this (73 years) fails: the clock keeps its range
+MAX_TASK_NS = 1 << 58  # a task longer than this (9 years) fails: ends stay below NEVER
 ARRIVAL_JUMP = True
 """A lone SQ whose head arrives later, with nothing else pending, moves the clock there at once
 instead of through an ARRIVE event (same decisions; tests compare both)."""
@@ -52,6 +56,10 @@ _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_WRITES = (int(SqeType.EVENT_RECORD), int(SqeType.WRITE_VALUE))
 _AIVEC = int(CoreKind.AIVEC)
 _AICORE = int(CoreKind.AICORE)
+_TOO_LONG = int(ErrorCode.RT_AICORE_TIMEOUT)
+_KERNEL_FAILED = int(ErrorCode.RT_AICORE_EXCEPTION)
+_COPY_TOO_LONG = int(ErrorCode.RT_SYS_DMA)
+_CLOCK_EXHAUSTED = int(ErrorCode.RT_TS_ERROR)
 
 
 def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
@@ -107,7 +115,19 @@ class Timeline:
         return self._heap[0][0] if self._heap else NEVER
 
     def advance(self, bound: int, until: Callable[[], bool] | None = None) -> bool:
-        """Process instants up to bound; stop early once `until` holds. Returns until's value."""
+        """Process instants up to bound; stop early once `until` holds. Returns until's value.
+        Device lock held; one thread at a time drives the scheduler (it waits for its turn)."""
+        sync = self._sync
+        if sync.scheduling:
+            sync.claim_scheduler()
+        else:
+            sync.scheduling = True
+        try:
+            return self._advance(bound, until)
+        finally:
+            sync.release_scheduler()
+
+    def _advance(self, bound: int, until: Callable[[], bool] | None) -> bool:
         heap = self._heap
         ready = self._ready
         self._bound = bound
@@ -179,6 +199,9 @@ class Timeline:
             # ARRIVE event with nothing beside it would do)
             self.now = task.arrival_ns
         kind = task.sqe.sqe_type
+        if self.now > CLOCK_LIMIT:
+            self._refuse_late(sq, task)
+            return
         if kind == _EVENT_WAIT and not (task.real_done and task.discarded):
             self._try_wait(sq, task)
             return
@@ -249,7 +272,12 @@ class Timeline:
         sqe = task.sqe
         assert isinstance(sqe, SdmaSqe)
         gbps = self._fabric.copy_bandwidth(self.chip, sqe.op == SdmaOp.MEMSET, sqe.kind, sqe.src, sqe.dst)
-        end = self.now + self.costs.copy_latency_ns + int(sqe.length / gbps)
+        ns = self.costs.copy_latency_ns + int(sqe.length / gbps)
+        if ns > MAX_TASK_NS:
+            message = f"copy of {sqe.length} bytes would take {ns} ns (limit {MAX_TASK_NS})"
+            self._refuse(task, _COPY_TOO_LONG, message, ErrorType.MEMORY)
+            ns = 0
+        end = self.now + ns
         self.sdma_free[engine] = end
         task.cores = (engine,)
         self._start(sq, task, end)
@@ -281,7 +309,13 @@ class Timeline:
             task.aux = (None, 0.0, None)
             return start
         block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
-        block_ns, task.aux = self._kernel_costs.of(kernel, task.args, block_dim, len(heap))
+        try:
+            block_ns, task.aux = self._kernel_costs.of(kernel, task.args, block_dim, len(heap))
+        except Exception as exc:  # a user kernel's work model raised: the kernel fails, not the device
+            return self._refused_kernel(task, heap, start, _KERNEL_FAILED, f"{kernel.name} work model: {exc!r}")
+        if (block_ns[0] if len(block_ns) == 1 else sum(block_ns)) > MAX_TASK_NS:
+            message = f"{kernel.name} would run {sum(block_ns)} ns (limit {MAX_TASK_NS})"
+            return self._refused_kernel(task, heap, start, _TOO_LONG, message)
         launch_ns = self._block_launch_ns
         tracing = self.records is not None
         if len(block_ns) == 1:
@@ -310,6 +344,26 @@ class Timeline:
         task.blocks = tuple(spans)
         task.cores = tuple(used)
         return end
+
+    def _refuse(self, task: Task, code: int, message: str, error_type: int = ErrorType.AICORE) -> None:
+        """Fail a task whose modelled time would leave the clock's range (it takes no time)."""
+        self._reports.fault(task, code, error_type, ("TIME_LIMIT",), message)
+
+    def _refused_kernel(self, task: Task, heap: list[tuple[int, int]], start: int, code: int, message: str) -> int:
+        self._refuse(task, code, message)
+        task.cores = (heap[0][1],)
+        task.aux = (None, 0.0, None)
+        return start
+
+    def _refuse_late(self, sq: SubmissionQueue, task: Task) -> None:
+        """The clock passed CLOCK_LIMIT: every task fails at once (after its real run, if any)."""
+        if not task.status:
+            message = f"modelled clock at {self.now} ns, past its range ({CLOCK_LIMIT} ns)"
+            self._refuse(task, _CLOCK_EXHAUSTED, message, ErrorType.OTHERS)
+        if task.sqe.sqe_type != _PLACE_HOLDER and not task.real_done:
+            task.released = True  # an event wait runs for real too, so later tasks do
+            self._sync.await_real(task)
+        self._start(sq, task, self.now)
 
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:

@@ -243,8 +243,12 @@ class Driver(MemoryCalls):
         self._npu(dev).set_callback_sink(sink)
 
     def callback_done(self, dev: int, token: int) -> None:
-        """The host finished the callback behind token."""
-        self._npu(dev).callback_done(token)
+        """The host finished the callback behind token; CannError if none is pending there."""
+        npu = self._npu(dev)
+        try:
+            npu.callback_done(token)
+        except KeyError:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"no callback {token} pending on device {dev}") from None
 
     def trace_start(self, dev: int) -> None:
         """Start keeping a record of every task."""

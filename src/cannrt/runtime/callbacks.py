@@ -2,7 +2,9 @@
 
 The device reports a callback task; the report goes to the host thread subscribed to the
 stream, which runs fn(args) inside process_report and then tells the device it is done. A
-blocking callback holds later tasks of its stream until then.
+blocking callback holds later tasks of its stream until then. A device reset while a callback
+runs only drops the report of it (each device's reports carry its epoch): the thread running it
+lives on and serves later callbacks.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class _Report:
     device_id: int
     token: int
     callback: _Callback
+    epoch: int  # of the device when reported: a reset since makes the token meaningless
 
 
 class CallbackHub:
@@ -47,6 +50,7 @@ class CallbackHub:
         self._queues: dict[int, queue.Queue[_Report]] = {}
         self._pending: dict[tuple[int, int], _Callback] = {}  # (device, callback id) -> callback
         self._ids = itertools.count(1)
+        self._epochs: dict[int, int] = {}  # device -> resets so far
         self._host_worker: threading.Thread | None = None
         self.errors: list[BaseException] = []  # exceptions raised inside callback functions
 
@@ -73,9 +77,18 @@ class CallbackHub:
         with self._lock:
             self._subscriptions.pop(stream, None)
 
+    def device_reset(self, device_id: int) -> None:
+        """The device is going away: its pending callbacks are dropped and reports of callbacks
+        running now are not handed back to it."""
+        with self._lock:
+            self._epochs[device_id] = self._epochs.get(device_id, 0) + 1
+            for key in [key for key in self._pending if key[0] == device_id]:
+                del self._pending[key]
+
     # -- launching ---------------------------------------------------------------------------
     def launch(self, stream: Stream, fn: Callable[[Any], object], args: Any, block: bool) -> None:
         """Queue a callback task (aclrtLaunchCallback); the stream must be subscribed."""
+        _check_callable(fn)
         with self._lock:
             thread_id = self._subscriptions.get(stream)
         if thread_id is None:
@@ -84,6 +97,7 @@ class CallbackHub:
 
     def launch_host_func(self, stream: Stream, fn: Callable[[Any], object], args: Any) -> None:
         """Queue a host function run by the runtime's own worker (aclrtLaunchHostFunc); blocking."""
+        _check_callable(fn)
         self._ensure_host_worker()
         self._launch(stream, _Callback(fn, args, HOST_FUNC_THREAD), True)
 
@@ -99,10 +113,11 @@ class CallbackHub:
         with self._lock:
             callback = self._pending.pop((device_id, callback_id), None)
             target = self._queues.get(callback.thread_id) if callback else None
+            epoch = self._epochs.get(device_id, 0)
         if callback is None or target is None:
             self.runtime.driver.callback_done(device_id, token)
             return
-        target.put(_Report(device_id, token, callback))
+        target.put(_Report(device_id, token, callback, epoch))
 
     # -- processing --------------------------------------------------------------------------
     def process(self, timeout_ms: int) -> None:
@@ -126,7 +141,17 @@ class CallbackHub:
         except BaseException as exc:  # a failing callback must not wedge its stream
             self.errors.append(exc)
         finally:
-            self.runtime.driver.callback_done(report.device_id, report.token)
+            self._done(report)
+
+    def _done(self, report: _Report) -> None:
+        """Tell the device the callback ran, unless it was reset since (then nobody waits)."""
+        with self._lock:  # a reset cannot slip between the check and the call
+            if self._epochs.get(report.device_id, 0) != report.epoch:
+                return
+            try:
+                self.runtime.driver.callback_done(report.device_id, report.token)
+            except CannError as exc:  # the device closed without a reset (runtime shutting down)
+                self.errors.append(exc)
 
     def _ensure_host_worker(self) -> None:
         with self._lock:
@@ -141,4 +166,12 @@ class CallbackHub:
     def _host_loop(self, inbox: queue.Queue[_Report]) -> None:
         while True:
             report = inbox.get()
-            self._run(report)
+            try:
+                self._run(report)
+            except BaseException as exc:  # the thread serves every later host function too
+                self.errors.append(exc)
+
+
+def _check_callable(fn: object) -> None:
+    if not callable(fn):
+        raise TypeError(f"a callback is a callable, not {type(fn).__name__}")

@@ -5,13 +5,15 @@ Models aclrtCreateContext / aclrtSetContext; a device's default context comes fr
 
 from __future__ import annotations
 
+import numbers
 import threading
+from collections import deque
 from typing import TYPE_CHECKING
 
 from cannrt.abi import CQE_DISCARDED, decode_cqes
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.event import Event
-from cannrt.runtime.stream import Stream
+from cannrt.runtime.stream import STREAM_FLAGS, Stream
 from cannrt.runtime.tracing import api_call
 from cannrt.tools.allocations import UserAllocations
 from cannrt.tools.dump import exception_dump_root, shared_writer
@@ -35,6 +37,8 @@ class Context:
         self.lock = threading.RLock()
         self.streams: dict[int, Stream] = {}  # sq id -> stream
         self.events: set[Event] = set()
+        self.retired_events: list[Event] = []  # destroyed, slot held while queued tasks name them
+        self.orphaned_events: deque[Event] = deque()  # dropped by their owners: destroyed at the next reap
         self.allocations = UserAllocations()  # user VA -> requested bytes (with call sites and frees)
         self._internal: set[int] = set()
         self.memory_pool: object | None = None  # the API's caching pool (cannrt.api.pools)
@@ -52,7 +56,14 @@ class Context:
     # -- objects -----------------------------------------------------------------------------
     @api_call("aclrtCreateStream")
     def create_stream(self, priority: int = 0, flags: int = 0, *, is_default: bool = False) -> Stream:
-        """A new stream in this context (aclrtCreateStreamWithConfig)."""
+        """A new stream in this context (aclrtCreateStreamWithConfig): TypeError unless priority
+        and flags are integers; CannError 107000 for flags other than FAST_LAUNCH | FAST_SYNC."""
+        given: tuple[tuple[str, object], ...] = (("priority", priority), ("flags", flags))
+        for name, value in given:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"stream {name} is an integer, not {type(value).__name__}")
+        if flags < 0 or flags & ~STREAM_FLAGS:
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown stream flags 0x{flags:x} (known: 0x{STREAM_FLAGS:x})")
         self.check_alive()
         self.check_sticky()
         self.runtime.host_cost(self.runtime.settings.host_costs.stream_ns)
@@ -73,15 +84,37 @@ class Context:
         self.check_alive()
         self.check_sticky()
         self.runtime.host_cost(self.runtime.settings.host_costs.event_ns)
+        if self.orphaned_events or self.retired_events:
+            self.reap_events()
         event = Event(self, flags, legacy=legacy)
         with self.lock:
             self.events.add(event)
         return event
 
-    def forget_event(self, event: Event) -> None:
-        """Called by an event as it is destroyed."""
+    def retire_event(self, event: Event) -> None:
+        """A destroyed event: its slot is freed now if no queued task names it, else later."""
+        busy = event.in_use()  # asks the device: not under the context lock
         with self.lock:
             self.events.discard(event)
+            if busy:
+                self.retired_events.append(event)
+        if not busy:
+            event.free_slot()
+
+    def reap_events(self) -> None:
+        """Destroy the orphaned events, free the slots of retired ones no queued task names."""
+        orphans = self.orphaned_events
+        while orphans:
+            event = orphans.popleft()
+            if not event.destroyed:
+                event.destroy()
+        with self.lock:
+            retired = list(self.retired_events)
+        done = [event for event in retired if not event.in_use()]
+        with self.lock:
+            self.retired_events = [event for event in self.retired_events if event not in done]
+        for event in done:
+            event.free_slot()
 
     def invalidate_launches(self) -> None:
         """Every stream's next launches go through the launch checks."""
@@ -181,6 +214,7 @@ class Context:
             stream.release(discard=True)
         for event in list(self.events):
             event.destroy()
+        self.reap_events()  # every stream is gone: no task names an event any more
         self.destroyed = True
         self.runtime.driver.space_destroy(self.asid)
         self.allocations.clear()

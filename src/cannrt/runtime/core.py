@@ -140,6 +140,7 @@ class Runtime:
             state = self.devices.pop(device_id, None)
             if state is None:
                 return
+            self.callbacks.device_reset(device_id)  # a callback running now is not reported back
             for context in state.contexts:
                 if not context.destroyed:
                     context.destroy()

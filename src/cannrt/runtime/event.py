@@ -41,6 +41,9 @@ class Event:
         self.records = 0  # ex: value of the newest record; legacy: records since reset
         self.destroyed = False
         self._poll_streak = 0  # consecutive not-ready queries
+        # sq id -> (stream, position of its newest task naming this event): the slot is given
+        # back only once all of them completed
+        self._uses: dict[int, tuple[Stream, int]] = {}
 
     def __repr__(self) -> str:
         kind = "legacy " if self.legacy else ""
@@ -67,7 +70,7 @@ class Event:
         self._check()
         self._check_stream(stream)
         value = 1 if self.legacy else self.records + 1
-        stream.submit_event(SqeType.EVENT_RECORD, self.event_id, self.mode, value)
+        self._used(stream, stream.submit_event(SqeType.EVENT_RECORD, self.event_id, self.mode, value))
         self.records += 1
 
     def wait_on(self, stream: Stream) -> None:
@@ -77,13 +80,14 @@ class Event:
         if not self.legacy and self.records == 0:
             stream.check_usable()  # never recorded: nothing to wait for
             return
-        stream.submit_event(SqeType.EVENT_WAIT, self.event_id, self.mode, 0 if self.legacy else self.records)
+        value = 0 if self.legacy else self.records
+        self._used(stream, stream.submit_event(SqeType.EVENT_WAIT, self.event_id, self.mode, value))
 
     def reset(self, stream: Stream) -> None:
         """Clear the event as an async task on stream (aclrtResetEvent)."""
         self._check()
         self._check_stream(stream)
-        stream.submit_event(SqeType.WRITE_VALUE, self.event_id, EventMode.BINARY, 0)
+        self._used(stream, stream.submit_event(SqeType.WRITE_VALUE, self.event_id, EventMode.BINARY, 0))
         self.records = 0
 
     @api_call("aclrtQueryEventStatus")
@@ -145,8 +149,25 @@ class Event:
         return (end.timestamp_ns() - start) / 1e6
 
     def destroy(self) -> None:
-        """Give the event slot back (aclrtDestroyEvent)."""
+        """Give the event back (aclrtDestroyEvent): at once, or once the queued tasks naming it
+        completed (its slot must not be reused under them)."""
         self._check()
         self.destroyed = True
+        self.context.retire_event(self)
+
+    def release(self) -> None:
+        """Destroy later, at the context's next safe point (for finalizers: takes no lock)."""
+        self.context.orphaned_events.append(self)
+
+    def in_use(self) -> bool:
+        """A task naming this event is still queued on a live stream."""
+        uses = list(self._uses.values())
+        return any(not stream.destroyed and stream.head() <= position for stream, position in uses)
+
+    def free_slot(self) -> None:
+        """Return the device event id (the context calls it once the event is out of use)."""
+        self._uses.clear()
         self._driver.resource_free(self.device_id, Resource.EVENT, self.event_id)
-        self.context.forget_event(self)
+
+    def _used(self, stream: Stream, position: int) -> None:
+        self._uses[stream.sq_id] = (stream, position)

@@ -1,17 +1,25 @@
 """Host pointers are raw process addresses: check them before the copy engine touches them.
 
-A bad int from a pyACL program must give an error code, not a segmentation fault. Readability is
-probed through /proc/self/mem (an unmapped address is EIO there, not a crash); a destination must
-also lie in a writable mapping of /proc/self/maps.
+A bad int from a pyACL program must give an error code, not a segmentation fault. Every page of a
+range is checked: a short range page by page through /proc/self/mem (an unmapped address is EIO
+there, not a crash); a long one with mincore(2) over the whole range (ENOMEM if any page is
+unmapped) and the readable mappings of /proc/self/maps. A destination must also lie in a writable
+mapping. The mapping lists are cached and read again when a range is not found in them; mincore
+sees every unmapped hole anew, so only a long range made inaccessible with mprotect since the last
+read of the list could pass.
 """
 
 from __future__ import annotations
 
 import bisect
+import ctypes
 import os
 import threading
+from typing import Any
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+PROBED_PAGES = 64  # ranges up to this many pages are probed page by page
+MINCORE_CHUNK = 1 << 16  # pages per mincore call (its result vector has one byte per page)
 _lock = threading.Lock()
 _mem_fd: int | None = None
 
@@ -36,44 +44,86 @@ def readable(address: int, count: int) -> bool:
         return False
     first = address - address % _PAGE
     pages = range(first, address + max(count, 1), _PAGE)
-    probes = pages if len(pages) <= 64 else (pages[0], pages[len(pages) // 2], pages[-1])
+    if len(pages) > PROBED_PAGES:
+        return _all_mapped(first, pages[-1] + _PAGE) and _in_mappings(_READABLE, address, count)
     try:
-        for page in probes:
+        for page in pages:
             os.pread(fd, 1, max(page, address))
     except OSError:
         return False
     return True
 
 
-def _writable_ranges() -> tuple[list[int], list[int]]:
+def writable(address: int, count: int) -> bool:
+    """True if [address, address + count) is readable and lies in writable mappings (every page
+    is checked for being mapped each time, so an unmapped range never passes)."""
+    if _mem() is None:
+        return True
+    return readable(address, count) and _in_mappings(_WRITABLE, address, count)
+
+
+def _all_mapped(start: int, end: int) -> bool:
+    """mincore(2) over page-aligned [start, end), a chunk at a time: False if a page is unmapped."""
+    mincore = _libc_mincore()
+    if mincore is None:
+        return all(_probe(page) for page in range(start, end, _PAGE))
+    vector = (ctypes.c_ubyte * min(MINCORE_CHUNK, (end - start) // _PAGE))()
+    for chunk in range(start, end, MINCORE_CHUNK * _PAGE):
+        length = min(MINCORE_CHUNK * _PAGE, end - chunk)
+        if mincore(chunk, length, vector) != 0:
+            return False
+    return True
+
+
+def _probe(page: int) -> bool:
+    fd = _mem()
+    try:
+        if fd is not None:
+            os.pread(fd, 1, page)
+    except OSError:
+        return False
+    return True
+
+
+_mincore: list[Any] = []  # [libc's mincore, or None where there is none], looked up once
+
+
+def _libc_mincore() -> Any:
+    if not _mincore:
+        try:
+            function = ctypes.CDLL(None, use_errno=True).mincore
+            function.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+            function.restype = ctypes.c_int
+            _mincore.append(function)
+        except (OSError, AttributeError):
+            _mincore.append(None)
+    return _mincore[0]
+
+
+def _mapping_ranges(permission: str) -> tuple[list[int], list[int]]:
     starts, ends = [], []
     with open("/proc/self/maps") as maps:
         for line in maps:
             span, perms = line.split()[:2]
-            if "w" in perms:
+            if permission in perms:
                 lo, hi = (int(x, 16) for x in span.split("-"))
                 starts.append(lo)
                 ends.append(hi)
     return starts, ends
 
 
-_cached: tuple[list[int], list[int]] | None = None  # writable mappings as last read
+_READABLE, _WRITABLE = "r", "w"
+_cached: dict[str, tuple[list[int], list[int]]] = {}  # permission -> mappings with it, as last read
 
 
-def writable(address: int, count: int) -> bool:
-    """True if [address, address + count) lies in writable mappings (contiguous ones allowed).
-
-    The mapping list is cached and read again only when the range is not found in it (the range
-    is probed for readability every time, so an unmapped range never passes)."""
-    global _cached
-    if _mem() is None:
+def _in_mappings(permission: str, address: int, count: int) -> bool:
+    """[address, address + count) lies in mappings with the permission (contiguous ones allowed);
+    the cached list is read again when the range is not found in it."""
+    known = _cached.get(permission)
+    if known is not None and _covered(known, address, count):
         return True
-    if not readable(address, count):
-        return False
-    if _cached is not None and _covered(_cached, address, count):
-        return True
-    _cached = _writable_ranges()
-    return _covered(_cached, address, count)
+    known = _cached[permission] = _mapping_ranges(permission)
+    return _covered(known, address, count)
 
 
 def _covered(ranges: tuple[list[int], list[int]], address: int, count: int) -> bool:

@@ -40,6 +40,7 @@ from cannrt.abi import (
     TensorArg,
     pack_params,
 )
+from cannrt.abi.params import check_tensor_sizes
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError
 from cannrt.kernels.registry import GENERATION, Kernel, current_kernel
@@ -218,10 +219,13 @@ class Launcher:
         """A new shape's checks: the kernel (loaded on first use), its arguments."""
         kernel, pc = self._runtime.kernel(self._context.device_id, name)
         try:
+            check_tensor_sizes(args)  # before the kernel's own check sees the shapes
             kernel.check(args)
             params = pack_params(args) if args else b""
         except (KernelArgumentError, DescriptorError) as exc:
             raise CannError(ErrorCode.RT_PARAM_INVALID, str(exc)) from None
+        except Exception as exc:  # a user kernel's own check raised something else
+            raise CannError(ErrorCode.RT_PARAM_INVALID, f"{name}: its argument check raised {exc!r}") from None
         return kernel, pc, params
 
     def _keep(self, key: LaunchKey, kernel: Kernel, pc: int, block_dim: int, params: bytes, dump: bool) -> Shape:

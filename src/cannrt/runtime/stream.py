@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -24,14 +26,25 @@ if TYPE_CHECKING:
 
 PRIORITY_HIGHEST = 0
 PRIORITY_LOWEST = 7
+STREAM_FLAGS = 0x1 | 0x2  # ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC
 
 
 MAX_POLL_DOUBLINGS = 32
+MAX_TIMEOUT_MS = (1 << 31) - 1  # AscendCL timeouts are int32 ms: the modelled clock keeps its range
+HELD_PRUNE = 64  # held host objects before the stream looks which of their tasks completed
 
 
-def timeout_ns(timeout_ms: float | None) -> int | None:
-    """A host wait's timeout in ns; None (wait forever) for None or a negative value."""
-    return None if timeout_ms is None or timeout_ms < 0 else int(timeout_ms * 1_000_000)
+def timeout_ns(timeout_ms: object) -> int | None:
+    """A host wait's timeout in ns; None (wait forever) for None, a negative value or infinity.
+    TypeError unless a real number; CannError 107000 for NaN or more than MAX_TIMEOUT_MS."""
+    if timeout_ms is None:
+        return None
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, numbers.Real):
+        raise TypeError(f"a timeout is a number of milliseconds, not {type(timeout_ms).__name__}")
+    ms = float(timeout_ms)
+    if math.isnan(ms) or MAX_TIMEOUT_MS < ms < math.inf:
+        raise CannError(ErrorCode.RT_PARAM_INVALID, f"timeout {timeout_ms} ms: at most {MAX_TIMEOUT_MS} ms, or < 0")
+    return None if ms < 0 or ms == math.inf else int(ms * 1_000_000)
 
 
 def poll_cost(call_ns: int, streak: int) -> int:
@@ -73,6 +86,8 @@ class Stream:
         self.error_code = 0  # first device error seen on this stream and not yet reported
         self.creator_thread = threading.get_ident()
         self._poll_streak = 0  # consecutive not-ready queries
+        # host memory that queued tasks read or write: (position of the last such task, owner)
+        self._held: list[tuple[int, object]] = []
 
     def __repr__(self) -> str:
         kind = "default " if self.is_default else ""
@@ -121,6 +136,20 @@ class Stream:
             self._costs.call_ns,
         )
 
+    def hold(self, owner: object) -> None:
+        """Keep owner (the host memory of the task just queued) alive until that task completed,
+        whatever the caller does meanwhile: a failed wait must not free what a queued copy uses."""
+        with self._submit_lock:  # threads sharing the stream: no entry lost to a prune
+            self._held.append((self.tail, owner))
+            crowded = len(self._held) > HELD_PRUNE
+        if crowded:
+            self._release_held(self.head())
+
+    def _release_held(self, head: int) -> None:
+        """Drop what tasks before position head held (they completed)."""
+        with self._submit_lock:
+            self._held = [(end, owner) for end, owner in self._held if end > head]
+
     # -- observation -------------------------------------------------------------------------
     def head(self) -> int:
         """Tasks of this stream completed by now on the modelled timeline."""
@@ -142,12 +171,15 @@ class Stream:
         modelled time; a device error on this stream raises its code (aclrtSynchronizeStream)."""
         if self.destroyed:
             raise CannError(ErrorCode.RT_INVALID_HANDLE, f"stream {self.stream_id} was destroyed")
-        self._clock.now_ns += self._costs.sync_ns
         wait_ns = timeout_ns(timeout_ms)
+        self._clock.now_ns += self._costs.sync_ns
+        tail = self.tail
         finished = self._runtime.waited(
-            self._driver.sq_wait(self.device_id, self.sq_id, self.tail, self._clock.now_ns, wait_ns)
+            self._driver.sq_wait(self.device_id, self.sq_id, tail, self._clock.now_ns, wait_ns)
         )
         self.context.drain_reports()
+        if finished and self._held:
+            self._release_held(tail)
         if not finished:
             head = self.head()
             raise CannTimeout(
