@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import atexit
 import io
+import json
+import shutil
 import threading
 import weakref
 from collections.abc import Iterator, Sequence
@@ -33,7 +35,7 @@ from cannrt.tools import profiler
 from cannrt.tools.profiler.records import HostSlice
 from cannrt.tools.profiler.spool import CHUNK, HostSpool, RecordSpool, ScratchDir, merged
 from cannrt.tools.profiler.stats import ProfileStats
-from cannrt.tools.profiler.writer import Collected, op_key, write_collected
+from cannrt.tools.profiler.writer import OUTPUT_DIR, Collected, op_key, write_collected
 
 TASK_ORDER = attrgetter("start_ns", "device_id", "stream_id", "task_id")
 CALL_ORDER = attrgetter("start_ns", "end_ns", "name")
@@ -124,8 +126,12 @@ class Profile:
         return [dict(zip(head, row, strict=True)) for row in rows]
 
     def trace(self) -> dict[str, Any]:
-        """The Chrome trace object of msprof_<ts>.json (in memory)."""
-        return profiler.chrome_trace(self.records, self.api, self.chip, self.op_names)
+        """The Chrome trace object of msprof_<ts>.json (written to a scratch folder and read back)."""
+        folder = write_collected(self._scratch.sub("trace"), self.collected(), self.aic_metrics, "trace")
+        with (folder / OUTPUT_DIR / "msprof_trace.json").open() as handle:
+            trace: dict[str, Any] = json.load(handle)
+        shutil.rmtree(folder, ignore_errors=True)
+        return trace
 
     def collected(self) -> Collected:
         """The streams the writer reads."""
