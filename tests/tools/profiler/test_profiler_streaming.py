@@ -7,6 +7,7 @@ import random
 from pathlib import Path
 
 import numpy as np
+from profiler_records import kernel_record
 
 import cannrt
 from cannrt.abi import TaskRecord
@@ -15,7 +16,6 @@ from cannrt.runtime.core import Runtime
 from cannrt.tools.profiler import validate_trace
 from cannrt.tools.profiler.counters import CounterTrack
 from cannrt.tools.profiler.spool import RecordSpool
-from profiler_records import kernel_record
 
 
 def test_a_spool_keeps_at_most_one_chunk_in_memory_and_reads_back_in_order(tmp_path: Path) -> None:
