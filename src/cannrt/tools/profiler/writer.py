@@ -71,6 +71,9 @@ def write_csv(path: Path, table: summary.Table) -> None:
         writer.writerows(rows)
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
 class _JsonEvents:
     """A Chrome trace written one event at a time."""
 
@@ -80,9 +83,9 @@ class _JsonEvents:
         handle.write('{"displayTimeUnit":"ms","traceEvents":[\n')
 
     def write(self, events: Iterable[dict[str, Any]]) -> None:
-        dumps, handle = json.dumps, self.handle
-        for event in events:
-            handle.write(("" if self.first else ",\n") + dumps(event, separators=(",", ":")))
+        text = ",\n".join(map(_ENCODE, events))
+        if text:
+            self.handle.write(text if self.first else ",\n" + text)
             self.first = False
 
     def close(self) -> None:
