@@ -4,6 +4,7 @@ profile does not depend on the chunk size; counter tracks stay bounded."""
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +12,12 @@ from profiler_records import kernel_record
 
 import cannrt
 from cannrt.abi import TaskRecord
-from cannrt.api.profile import TASK_ORDER, profile
+from cannrt.api.profile import CALL_ORDER, TASK_ORDER, profile
 from cannrt.runtime.core import Runtime
+from cannrt.runtime.tracing import ApiRecord
 from cannrt.tools.profiler import validate_trace
 from cannrt.tools.profiler.counters import CounterTrack
-from cannrt.tools.profiler.spool import RecordSpool
+from cannrt.tools.profiler.spool import HostSpool, RecordSpool
 
 
 def test_a_spool_keeps_at_most_one_chunk_in_memory_and_reads_back_in_order(tmp_path: Path) -> None:
@@ -94,3 +96,18 @@ def test_a_trace_with_spilled_chunks_keeps_the_perfetto_rules(rt: Runtime, tmp_p
     assert validate_trace(trace) == []
     names = {e["name"] for e in trace["traceEvents"] if e.get("cat") == "task"}
     assert {"mm0", "mm1", "mm2", "relu"} <= names
+
+
+def test_host_threads_appending_at_once_lose_no_record(tmp_path: Path) -> None:
+    spool = HostSpool(tmp_path, ApiRecord._make, CALL_ORDER, chunk=50)
+
+    def calls(thread: int) -> None:
+        for index in range(1000):
+            spool.append(ApiRecord("aclrtMalloc", index, index + 1, thread))
+
+    threads = [threading.Thread(target=calls, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert spool.collected == 4000 and len(list(spool.sorted_records())) == 4000

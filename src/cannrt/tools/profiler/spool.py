@@ -15,6 +15,7 @@ import itertools
 import pickle
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,13 +41,15 @@ class RecordSpool(list):
         self.chunk = max(1, chunk)
         self.runs: list[Path] = []
         self.spilled = 0  # records written to runs
+        self._lock = threading.Lock()  # host threads append concurrently; a spill must not lose one
         self._first, self._last = -1, 0  # earliest start_ns, latest end_ns of the records spilled
 
     def append(self, item: Any) -> None:
         """Keep a record; a full chunk goes to disk."""
-        list.append(self, item)
-        if len(self) >= self.chunk:
-            self.spill()
+        with self._lock:
+            list.append(self, item)
+            if len(self) >= self.chunk:
+                self._spill()
 
     @property
     def collected(self) -> int:
@@ -66,6 +69,10 @@ class RecordSpool(list):
 
     def spill(self) -> None:
         """Write the records in memory as one sorted run and forget them."""
+        with self._lock:
+            self._spill()
+
+    def _spill(self) -> None:
         if not len(self):
             return
         items = sorted(self, key=self.key)
