@@ -15,6 +15,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 from cannrt.tools.profiler.report import ReportData
@@ -60,10 +61,12 @@ def timeline_figure(rows: list[list[Any]]) -> go.Figure:
     for row in rows:
         groups.setdefault(row[2] if row[2] in names else "other", []).append(row)
     figure = go.Figure()
-    for name, members in groups.items():
+    palette = qualitative.Dark24
+    for index, (name, members) in enumerate(groups.items()):
         figure.add_trace(
             go.Bar(
                 name=name,
+                marker_color="#999999" if name == "other" else palette[index % len(palette)],
                 orientation="h",
                 y=[label[(r[0], r[1])] for r in members],
                 base=[r[3] for r in members],
