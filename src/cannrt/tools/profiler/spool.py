@@ -41,15 +41,14 @@ class RecordSpool(list):
         self.chunk = max(1, chunk)
         self.runs: list[Path] = []
         self.spilled = 0  # records written to runs
-        self._lock = threading.Lock()  # host threads append concurrently; a spill must not lose one
+        self._lock = threading.Lock()  # a spill and a read of the runs do not interleave
         self._first, self._last = -1, 0  # earliest start_ns, latest end_ns of the records spilled
 
     def append(self, item: Any) -> None:
-        """Keep a record; a full chunk goes to disk."""
-        with self._lock:
-            list.append(self, item)
-            if len(self) >= self.chunk:
-                self._spill()
+        """Keep a record; a full chunk goes to disk (the device appends under its own lock)."""
+        list.append(self, item)
+        if len(self) >= self.chunk:
+            self.spill()
 
     @property
     def collected(self) -> int:
@@ -120,13 +119,18 @@ class HostSpool(RecordSpool):
         self, directory: str | Path, make: Callable[[Any], Any], key: Callable[[Any], Any], chunk: int = CHUNK
     ):
         super().__init__(directory, make, key, chunk)
+        self._host_lock = threading.Lock()
         self.op_names: dict[tuple[int, int, int, int], str] = {}
 
     def append(self, item: Any) -> None:
-        if item.task_id >= 0:
-            self.op_names[(item.device_id, item.stream_id, item.task_id, item.start_ns)] = item.name
-        else:
-            super().append(item)
+        """Keep a host call (host threads append at once: one at a time here, so a spill loses none)."""
+        with self._host_lock:
+            if item.task_id >= 0:
+                self.op_names[(item.device_id, item.stream_id, item.task_id, item.start_ns)] = item.name
+            else:
+                list.append(self, item)
+                if len(self) >= self.chunk:
+                    self.spill()
 
 
 def merged(spools: list[RecordSpool], key: Callable[[Any], Any]) -> Iterator[Any]:
