@@ -86,6 +86,15 @@ def child_rss(tasks: int, on: bool) -> dict[str, float]:
     return report
 
 
+def rss_now_mib() -> float:
+    """Resident set size now (VmRSS), MiB; peak RSS (ru_maxrss) also counts import-time peaks."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def child(tasks: int, on: bool) -> None:
     """The RSS child: run `tasks` empty tasks (profiled or not); print peak RSS (MiB) and times."""
     stream = cannrt.Device(0).stream()
@@ -98,6 +107,7 @@ def child(tasks: int, on: bool) -> None:
                 stream.synchronize()
         collected = time.perf_counter() - start
         collect_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        collect_now = rss_now_mib()
         written, size = 0.0, 0
         if prof is not None:
             start = time.perf_counter()
