@@ -115,11 +115,8 @@ def child(tasks: int, on: bool) -> None:
             written = time.perf_counter() - start
             size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {"collect_rss": collect_rss, "peak_rss": peak, "collect_s": collected, "write_s": written, "bytes": size}
-        )
-    )
+    report = {"collect_rss": collect_rss, "collect_now": collect_now, "peak_rss": peak}
+    print(json.dumps({**report, "collect_s": collected, "write_s": written, "bytes": size}))
 
 
 def folder_bytes(tasks: int) -> tuple[float, float]:
