@@ -3,7 +3,8 @@
 The page carries plotly.js inline (nothing is fetched when it is viewed) and three figures: the
 timeline of the profile's first tasks (host API threads, streams, AI cores, vector cores, SDMA
 engines), per-kernel pipe utilisation bars, and the HBM in use over time; then the summary tables.
-A script counts page errors (uncaught, rejected, console.error) into `data-errors` on <body> and the drawn plots into `data-plots`.
+A script counts page errors (uncaught, rejected, console.error) into `data-errors` on <body> and
+the drawn plots into `data-plots`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ window.addEventListener("error", function (e) { window.__errors.push(String(e.me
 window.addEventListener("unhandledrejection", function (e) { window.__errors.push(String(e.reason)); });
 (function () {
   var original = console.error;
-  console.error = function () { window.__errors.push(Array.prototype.join.call(arguments, " ")); original.apply(console, arguments); };
+  console.error = function () {
+    window.__errors.push(Array.prototype.join.call(arguments, " "));
+    original.apply(console, arguments);
+  };
 })();
 window.addEventListener("load", function () { setTimeout(function () {
   document.body.dataset.errors = String(window.__errors.length);
