@@ -2,18 +2,28 @@
 
 Models `msprof --application` / aclprofStart..aclprofStop around a region of a program: the block
 traces every task of the chosen devices and every host API call, and on exit writes
-`<output>/PROF_<id>_<ts>/mindstudio_profiler_output/` (Chrome trace and CSV summaries). Profiling off
-costs nothing on the launch path: the device keeps no records and the host wrappers see None.
+`<output>/PROF_<id>_<ts>/mindstudio_profiler_output/` (Chrome trace and CSV summaries). Records
+stream to disk in chunks as they complete (tools/profiler/spool.py), so a region of any length is
+profiled in bounded memory. Profiling off costs nothing on the launch path: the device keeps no
+records and the host wrappers see None. `start_program_profile` profiles a whole process (the child
+of `cannrt prof`): every device it opens, until it exits.
 """
 
 from __future__ import annotations
 
+import atexit
+import io
+import json
+import shutil
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
 from cannrt.abi import TaskRecord
@@ -23,22 +33,90 @@ from cannrt.memory.timeline import memory_timeline
 from cannrt.runtime.core import Runtime, get_runtime
 from cannrt.runtime.tracing import ApiRecord
 from cannrt.tools import profiler
-from cannrt.tools.profiler.records import HostSlice, is_kernel, task_type
+from cannrt.tools.profiler.records import HostSlice
+from cannrt.tools.profiler.spool import CHUNK, HostSpool, RecordSpool, ScratchDir, merged
+from cannrt.tools.profiler.stats import ProfileStats
 from cannrt.tools.profiler.trace import DEVICE_PID
+from cannrt.tools.profiler.writer import OUTPUT_DIR, Collected, op_key, write_collected
+
+TASK_ORDER = attrgetter("start_ns", "device_id", "stream_id", "task_id")
+CALL_ORDER = attrgetter("start_ns", "end_ns", "name")
+
+
+class SummaryTable(Table):
+    """A rich Table that also prints as text with print() (str renders it)."""
+
+    def __str__(self) -> str:
+        buffer = io.StringIO()
+        Console(file=buffer, width=160, force_terminal=False, color_system=None).print(self)
+        return buffer.getvalue()
 
 
 class Profile:
     """What one profiled region collected, and the msprof views of it."""
 
-    def __init__(self, chip: ChipSpec, host_costs: HostCosts, aicore_metrics: str, thread_id: int) -> None:
+    def __init__(
+        self,
+        chip: ChipSpec,
+        host_costs: HostCosts,
+        aic_metrics: str,
+        thread_id: int,
+        chunk: int = CHUNK,
+        host_api: bool = True,
+        task_time: bool = True,
+    ) -> None:
         self.chip = chip
         self.host_costs = host_costs
-        self.aicore_metrics = profiler.check_group(aicore_metrics)
+        self.aic_metrics = profiler.check_group(aic_metrics)
         self.thread_id = thread_id  # host thread the derived launch slices are put on
-        self.records: list[TaskRecord] = []  # device tasks, every traced device
-        self.api_records: list[ApiRecord] = []  # recorded (non-submitting) host calls
+        self.host_api, self.task_time = host_api, task_time  # msprof --ascendcl, --task-time
         self.memory: list[dict[str, Any]] = []  # counter events of the memory timeline (HBM reserved/allocated)
         self.path: Path | None = None  # the PROF_ folder, once written
+        self._scratch = ScratchDir()
+        weakref.finalize(self, self._scratch.cleanup)
+        self._chunk = chunk
+        self._tasks: dict[int, RecordSpool] = {}  # device -> its task records
+        self.host_spool = HostSpool(self._scratch.sub("host"), ApiRecord._make, CALL_ORDER, chunk)
+
+    @property
+    def aicore_metrics(self) -> str:
+        """The PMU group (pyACL's name for msprof's --aic-metrics)."""
+        return self.aic_metrics
+
+    def task_sink(self, device_id: int) -> list[TaskRecord]:
+        """Where the device's task records go as its tasks complete."""
+        spool = self._tasks.get(device_id)
+        if spool is None:
+            spool = RecordSpool(self._scratch.sub(f"device_{device_id}"), TaskRecord._make, TASK_ORDER, self._chunk)
+            self._tasks[device_id] = spool
+        return spool
+
+    @property
+    def task_count(self) -> int:
+        return sum(s.collected for s in self._tasks.values())
+
+    def iter_records(self) -> Iterator[TaskRecord]:
+        """Every task record, in start order, read back from disk as it goes."""
+        return merged(list(self._tasks.values()), TASK_ORDER) if self._tasks else iter(())
+
+    @property
+    def records(self) -> list[TaskRecord]:
+        """Every task record in start order (materialised: use write() for long profiles)."""
+        return list(self.iter_records())
+
+    @property
+    def api_records(self) -> list[ApiRecord]:
+        """Recorded (non-submitting) host calls in start order."""
+        return list(self.host_spool.sorted_records())
+
+    @property
+    def op_names(self) -> dict[tuple[int, int, int, int], str]:
+        """Op names of named launches, keyed (device, stream, task id, doorbell ns)."""
+        return self.host_spool.op_names
+
+    def op_name(self, record: TaskRecord) -> str:
+        """The op name of a task (its launch's name=, else the kernel name)."""
+        return self.op_names.get(op_key(record), record.name)
 
     @property
     def api(self) -> list[HostSlice]:
@@ -47,65 +125,64 @@ class Profile:
 
     def op_summary(self) -> list[dict[str, str]]:
         """op_summary rows (column name -> cell), as in op_summary_<ts>.csv."""
-        head, rows = profiler.op_summary(self.records, self.chip, self.aicore_metrics)
+        head, rows = profiler.op_summary(self.records, self.chip, self.aic_metrics, self.op_names)
         return [dict(zip(head, row, strict=True)) for row in rows]
 
     def trace(self) -> dict[str, Any]:
-        """The Chrome trace object of msprof_<ts>.json."""
-        return profiler.chrome_trace(self.records, self.api, self.chip, self.memory)
+        """The Chrome trace object of msprof_<ts>.json (written to a scratch folder and read back)."""
+        folder = write_collected(self._scratch.sub("trace"), self.collected(), self.aic_metrics, "trace")
+        with (folder / OUTPUT_DIR / "msprof_trace.json").open() as handle:
+            trace: dict[str, Any] = json.load(handle)
+        shutil.rmtree(folder, ignore_errors=True)
+        return trace
+
+    def collected(self) -> Collected:
+        """The streams the writer reads."""
+        spans = [(s.first, s.last) for s in self._tasks.values() if s.collected]
+        span = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
+        return Collected(
+            self.iter_records,
+            self.host_spool.sorted_records,
+            self.chip,
+            self.host_costs,
+            self.thread_id,
+            self.op_names,
+            span,
+            self.host_api,
+            self.task_time,
+            self.memory,
+        )
 
     def write(self, output: str | Path, stamp: str | None = None) -> Path:
-        """Write the msprof folder under output; returns (and remembers) the PROF_ folder."""
-        self.path = profiler.write_profile(
-            output, self.records, self.api, self.chip, self.aicore_metrics, stamp, self.memory
-        )
+        """Write the msprof folder under output (streaming); returns (and remembers) the PROF_ folder."""
+        self.path = write_collected(output, self.collected(), self.aic_metrics, stamp)
         return self.path
 
-    def table(self, top: int = 10) -> Table:
-        """Top kernels by total device time, with their pipe utilisation and L2 hit rate."""
-        table = Table(title=f"Top kernels by device time ({self.chip.name})")
+    def table(self, top: int = 10) -> SummaryTable:
+        """Top kernels by total device time: share, pipe utilisation, L2 hit rate and what bounds them."""
+        stats = ProfileStats(self.chip)
+        for record in self.iter_records():
+            if not record.discarded:
+                stats.add_task(record, self.op_name(record))
+        table = SummaryTable(title=f"Top kernels by device time ({self.chip.name})")
         for column in ("Op Name", "Task Type", "Count", "Total(us)", "Avg(us)", "Time %"):
             table.add_column(column, justify="left" if column in ("Op Name", "Task Type") else "right")
         for column in ("mac", "vec", "mte2", "mte3", "L2 hit", "bound"):
             table.add_column(column, justify="right")
-        kernels = [r for r in self.records if is_kernel(r) and not r.discarded]
-        grand = sum(r.end_ns - r.start_ns for r in kernels) or 1
-        for key, group in _by_kernel(kernels)[:top]:
-            table.add_row(*_kernel_row(key, group, grand, self.chip))
+        for row in stats.kernel_rows()[:top]:
+            ratios = row["ratios"]
+            table.add_row(
+                row["name"],
+                row["type"],
+                str(row["count"]),
+                f"{row['total_us']:.3f}",
+                f"{row['avg_us']:.3f}",
+                f"{100 * row['share']:.1f}",
+                *(f"{ratios[p]:.2f}" for p in ("mac", "vec", "mte2", "mte3")),
+                f"{row['l2_hit']:.2f}",
+                row["bound"],
+            )
         return table
-
-
-def _by_kernel(kernels: Sequence[TaskRecord]) -> list[tuple[tuple[str, str], list[TaskRecord]]]:
-    """Kernels grouped by (name, task type), largest total device time first."""
-    groups: dict[tuple[str, str], list[TaskRecord]] = {}
-    for record in kernels:
-        groups.setdefault((record.name, task_type(record)), []).append(record)
-    return sorted(groups.items(), key=lambda item: (-sum(r.end_ns - r.start_ns for r in item[1]), item[0]))
-
-
-def _kernel_row(key: tuple[str, str], group: list[TaskRecord], grand: int, chip: ChipSpec) -> list[str]:
-    """One table row: counts, times, busy-weighted pipe ratios, mean L2 hit, memory or compute bound."""
-    total = sum(r.end_ns - r.start_ns for r in group)
-    busy = [profiler.core_time(r, chip).busy_ns for r in group]
-    weight = sum(busy) or 1.0
-    ratios = [profiler.pipe_ratios(r, chip) for r in group]
-
-    def mean(pipe: str) -> float:
-        return sum(b * x[pipe] for b, x in zip(busy, ratios, strict=True)) / weight
-
-    bound = sum(b * profiler.memory_bound(r, chip) for b, r in zip(busy, group, strict=True)) / weight
-    hit = sum(r.l2_hit for r in group) / len(group)
-    return [
-        key[0],
-        key[1],
-        str(len(group)),
-        f"{total / 1000:.3f}",
-        f"{total / len(group) / 1000:.3f}",
-        f"{100 * total / grand:.1f}",
-        *(f"{mean(p):.2f}" for p in ("mac", "vec", "mte2", "mte3")),
-        f"{hit:.2f}",
-        "memory" if bound > 1 else "compute",
-    ]
 
 
 def _open_devices(runtime: Runtime, devices: Sequence[int] | None) -> list[int]:
@@ -121,35 +198,80 @@ def _open_devices(runtime: Runtime, devices: Sequence[int] | None) -> list[int]:
     return list(devices)
 
 
+def _group(aic_metrics: str, aicore_metrics: str | None) -> str:
+    if aicore_metrics is not None and aicore_metrics != aic_metrics and aic_metrics != "PipeUtilization":
+        raise ValueError(f"aic_metrics {aic_metrics!r} and aicore_metrics {aicore_metrics!r} disagree")
+    return profiler.check_group(aicore_metrics or aic_metrics)
+
+
+def _new_profile(runtime: Runtime, group: str, chunk: int, ascendcl: bool, task_time: bool) -> Profile:
+    if runtime.api_records is not None:
+        raise CannError(ErrorCode.PROF_ALREADY_RUN, "a profiler is already collecting on this runtime")
+    settings = runtime.settings
+    return Profile(settings.chip, settings.host_costs, group, threading.get_ident(), chunk, ascendcl, task_time)
+
+
 @contextmanager
 def profile(
     output: str | Path | None = None,
-    aicore_metrics: str = "PipeUtilization",
+    aic_metrics: str = "PipeUtilization",
     devices: Sequence[int] | None = None,
+    *,
+    aicore_metrics: str | None = None,
+    ascendcl: bool = True,
+    task_time: bool = True,
+    chunk: int = CHUNK,
 ) -> Iterator[Profile]:
     """Profile the block (msprof / aclprofStart..Stop): synchronize inside it so its tasks are complete.
 
-    devices: which to trace (default: every device already set). aicore_metrics: the PMU group of the
-    op summary (PipeUtilization, ArithmeticUtilization, Memory, L2Cache). With output, the msprof
-    folder is written on exit and `Profile.path` names it.
+    devices: which to trace (default: every device already set). aic_metrics (msprof's --aic-metrics;
+    aicore_metrics is pyACL's name): the PMU group of the op summary (PipeUtilization,
+    ArithmeticUtilization, Memory, L2Cache). ascendcl / task_time: msprof's --ascendcl and
+    --task-time switches. With output, the msprof folder is written on exit and `Profile.path`
+    names it. chunk: task records kept in memory before a chunk goes to disk.
     """
     runtime = get_runtime()
-    result = Profile(runtime.settings.chip, runtime.settings.host_costs, aicore_metrics, threading.get_ident())
-    if runtime.api_records is not None:
-        raise CannError(ErrorCode.PROF_ALREADY_RUN, "a profiler is already collecting on this runtime")
+    result = _new_profile(runtime, _group(aic_metrics, aicore_metrics), chunk, ascendcl, task_time)
     traced = _open_devices(runtime, devices)
     started_ns = runtime.host_time_ns
-    runtime.api_records = result.api_records
-    for device in traced:
-        runtime.driver.trace_start(device)
+    runtime.api_records = result.host_spool
+    if task_time:
+        for device in traced:
+            runtime.driver.trace_start(device, result.task_sink(device))
     try:
         yield result
     finally:
         runtime.api_records = None
-        for device in traced:
-            if device in runtime.devices:
-                result.records.extend(runtime.driver.trace_stop(device, runtime.host_time_ns))
+        if task_time:
+            for device in traced:
+                if device in runtime.devices:  # the last records arrive in the sink as the device catches up
+                    runtime.driver.trace_stop(device, runtime.host_time_ns)
         for device in traced:
             result.memory += memory_timeline(runtime, device).counter_track(DEVICE_PID + device, since_ns=started_ns)
     if output is not None:
         result.write(output)
+
+
+def start_program_profile(
+    output: str | Path, aic_metrics: str = "PipeUtilization", *, ascendcl: bool = True, task_time: bool = True
+) -> Profile:
+    """Profile this whole process from now on (the child of `cannrt prof`): every device it opens is
+    traced; at interpreter exit the tracing stops and the msprof folder is written under output."""
+    runtime = get_runtime()
+    result = _new_profile(runtime, profiler.check_group(aic_metrics), CHUNK, ascendcl, task_time)
+    runtime.api_records = result.host_spool
+    if task_time:
+        runtime.driver.trace_sinks = result.task_sink
+        for device in runtime.devices:
+            runtime.driver.trace_start(device, result.task_sink(device))
+
+    def finish() -> None:
+        runtime.api_records = None
+        runtime.driver.trace_sinks = None
+        if task_time:
+            for device in list(runtime.devices):
+                runtime.driver.trace_stop(device, runtime.host_time_ns)
+        result.write(output)
+
+    atexit.register(finish)
+    return result

@@ -68,7 +68,7 @@ class Stream:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
         specs = self._specs(kernel, args) if args else ()
-        send = self._sender((kernel, block_dim, specs)) if block_dim.__class__ is int else None
+        send = self._sender((kernel, block_dim, specs)) if block_dim.__class__ is int and name is None else None
         if send is None:
             self._launch(kernel, block_dim, specs, name)
         else:

@@ -8,14 +8,16 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the 
 
 
 def _register_commands() -> None:
-    """Attach the commands that register themselves (exec, plan)."""
+    """Attach the commands that register themselves (atc, exec, plan, prof)."""
     from cannrt.cli.atc import register as register_atc
     from cannrt.cli.exec import register as register_exec
     from cannrt.cli.plan import register as register_plan
+    from cannrt.cli.prof import register as register_prof
 
     register_atc(app)
     register_exec(app)
     register_plan(app)
+    register_prof(app)
 
 
 @app.command()

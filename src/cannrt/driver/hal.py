@@ -52,6 +52,8 @@ class Driver(MemoryCalls):
         self._rings: dict[tuple[int, int], SqRing] = {}  # (device, SQ id) -> the mapped ring
         self._spaces: dict[int, SpaceInfo] = {}
         self._next_asid = 0
+        # while set, every device opened is traced into the record sink this returns for it
+        self.trace_sinks: Callable[[int], list[TaskRecord]] | None = None
         self._free_asids: list[int] = []  # ids of destroyed address spaces, reused lowest first
         self._ids: dict[tuple[int, Resource], tuple[int, set[int]]] = {}
         self._limits = {
@@ -74,6 +76,8 @@ class Driver(MemoryCalls):
         self._check_dev(dev)
         if dev not in self._devices:
             self._devices[dev] = Npu(dev, self.settings, self.fabric)
+            if self.trace_sinks is not None:
+                self.trace_start(dev, self.trace_sinks(dev))
 
     @serialised
     def close(self, dev: int) -> None:
@@ -250,9 +254,14 @@ class Driver(MemoryCalls):
         except KeyError:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"no callback {token} pending on device {dev}") from None
 
-    def trace_start(self, dev: int) -> None:
-        """Start keeping a record of every task."""
-        self._npu(dev).trace(True)
+    def trace_start(self, dev: int, sink: list[TaskRecord] | None = None) -> None:
+        """Start keeping a record of every task; with sink, each record is appended to it as its task
+        completes (the profiling channel a collector drains), instead of being kept on the device."""
+        npu = self._npu(dev)
+        npu.trace(True)
+        if sink is not None:
+            with npu.sync.lock:
+                npu.timeline.records = sink
 
     def trace_stop(self, dev: int, now_ns: int) -> list[TaskRecord]:
         """Stop recording; returns the records kept (committed up to host time now_ns)."""

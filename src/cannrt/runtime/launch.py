@@ -44,6 +44,7 @@ from cannrt.abi.params import check_tensor_sizes
 from cannrt.errors import CannError, ErrorCode
 from cannrt.kernels import KernelArgumentError
 from cannrt.kernels.registry import GENERATION, Kernel, current_kernel
+from cannrt.runtime.tracing import note_op_name
 
 if TYPE_CHECKING:
     from cannrt.driver.sq_ring import SqRing
@@ -110,9 +111,11 @@ class Launcher:
         """Launch a kernel (aclrtLaunchKernel): nothing is enqueued on bad input; returns the
         task position. op_name names the launch in dumps (the graph's node name)."""
         send = self.senders.get((name, block_dim, args)) if block_dim.__class__ is int else None
-        if send is not None:
-            return send()
-        return self._launch_checked(name, block_dim, args, op_name)
+        position = send() if send is not None else self._launch_checked(name, block_dim, args, op_name)
+        if op_name is not None and self._runtime.api_records is not None:  # profiling: the name joins its task
+            records, device = self._runtime.api_records, self._context.device_id
+            note_op_name(records, device, self._stream_id, position, self._clock.now_ns, op_name)
+        return position
 
     def invalidate(self) -> None:
         """Drop the senders: later launches go through the checks (the stream's or the dump's

@@ -15,7 +15,7 @@ from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.core import Runtime
 from cannrt.tools.profiler import validate_trace
 
-CSV_PREFIXES = ("op_summary", "task_time", "l2_cache", "api_statistic")
+CSV_PREFIXES = ("op_summary", "task_time", "l2_cache", "api_statistic", "memory_record")
 
 
 def workload() -> None:
@@ -45,8 +45,16 @@ def test_files_follow_the_msprof_layout(rt: Runtime, tmp_path: Path) -> None:
     prof = profiled(tmp_path)
     assert prof.path is not None and prof.path.parent == tmp_path and prof.path.name.startswith("PROF_")
     names = sorted(p.name for p in (prof.path / "mindstudio_profiler_output").iterdir())
-    assert [n.rsplit("_", 1)[0] for n in names] == ["api_statistic", "l2_cache", "msprof", "op_summary", "task_time"]
-    assert all(n.endswith(".json" if n.startswith("msprof") else ".csv") for n in names)
+    assert [n.rsplit("_", 1)[0] for n in names] == [
+        "api_statistic",
+        "l2_cache",
+        "memory_record",
+        "msprof",
+        "op_summary",
+        "report_data",
+        "task_time",
+    ]
+    assert all(n.endswith(".json" if n.startswith(("msprof", "report_data")) else ".csv") for n in names)
 
 
 def test_op_summary_rows_describe_the_kernels_that_ran(rt: Runtime, tmp_path: Path) -> None:

@@ -50,13 +50,38 @@ def check_group(group: str) -> str:
     return group
 
 
+_CORE_COUNTS: dict[tuple[int, bool], tuple[ChipSpec, int]] = {}  # (id(chip), vector) -> (chip, count)
+_last: list[tuple[TaskRecord, ChipSpec, CoreTime, dict[str, float]] | None] = [None]  # the last record's figures
+
+
 def core_count(record: TaskRecord, chip: ChipSpec) -> int:
     """Enabled cores of the kind the kernel runs on (vector cores, or AI cores)."""
-    return chip.usable_cores(record.core_kind == CoreKind.AIVEC)
+    vector = record.core_kind == CoreKind.AIVEC
+    known = _CORE_COUNTS.get((id(chip), vector))
+    if known is None or known[0] is not chip:
+        known = _CORE_COUNTS[(id(chip), vector)] = (chip, chip.usable_cores(vector))
+    return known[1]
+
+
+def _figures(record: TaskRecord, chip: ChipSpec) -> tuple[CoreTime, dict[str, float]]:
+    """core_time and pipe_ratios of a record, computed once for the record last asked about (every
+    view of one task asks in a row)."""
+    last = _last[0]
+    if last is not None and last[0] is record and last[1] is chip:
+        return last[2], last[3]
+    timing = _core_time(record, chip)
+    busy = timing.busy_ns
+    ratios = {p: (min(1.0, ns / busy) if busy > 0 else 0.0) for p, ns in pipe_busy_ns(record, chip).items()}
+    _last[0] = (record, chip, timing, ratios)
+    return timing, ratios
 
 
 def core_time(record: TaskRecord, chip: ChipSpec) -> CoreTime:
     """total_cycles and aicore_time(us) (aiv_time(us) for vector-core kernels) of a kernel."""
+    return _figures(record, chip)[0]
+
+
+def _core_time(record: TaskRecord, chip: ChipSpec) -> CoreTime:
     if record.blocks:
         busy = float(sum(end - start for _, start, end in record.blocks))
     else:
@@ -90,8 +115,7 @@ def pipe_busy_ns(record: TaskRecord, chip: ChipSpec) -> dict[str, float]:
 
 def pipe_ratios(record: TaskRecord, chip: ChipSpec) -> dict[str, float]:
     """`<pipe>_ratio` = busy cycles of the pipe / total cycles (capped at 1)."""
-    busy = core_time(record, chip).busy_ns
-    return {p: (min(1.0, ns / busy) if busy > 0 else 0.0) for p, ns in pipe_busy_ns(record, chip).items()}
+    return dict(_figures(record, chip)[1])
 
 
 def pipe_utilization(record: TaskRecord, chip: ChipSpec) -> dict[str, float]:

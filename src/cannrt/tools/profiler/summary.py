@@ -6,8 +6,7 @@ program give byte-identical files. Times are in microseconds on the modelled clo
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from cannrt.abi import CoreKind, TaskRecord
 from cannrt.config import ChipSpec
@@ -24,6 +23,7 @@ from cannrt.tools.profiler.records import (
     tensors,
     wait_times_ns,
 )
+from cannrt.tools.profiler.stats import ProfileStats
 
 Table = tuple[list[str], list[list[str]]]
 MODEL_ID = "4294967295"  # msprof's Model ID of ops launched outside a model
@@ -75,7 +75,9 @@ def op_summary_head(group: str = "PipeUtilization") -> list[str]:
     return [*OP_SUMMARY_HEAD, *(f"aic_{n}" for n in names), *(f"aiv_{n}" for n in names)]
 
 
-def _op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str) -> list[str]:
+def op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str, op_name: str | None = None) -> list[str]:
+    """One op_summary row: Op Name is the launch's op name (the kernel name if it had none), OP Type
+    the kernel."""
     inputs, outputs = tensors(record, False), tensors(record, True)
     timing = metrics.core_time(record, chip)
     vector = record.core_kind == CoreKind.AIVEC
@@ -86,7 +88,7 @@ def _op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str) -> lis
         MODEL_ID,
         str(record.task_id),
         str(record.stream_id),
-        record.name,
+        op_name or record.name,
         record.name,
         NA,
         task_type(record),
@@ -110,13 +112,23 @@ def _op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str) -> lis
     ]
 
 
-def op_summary(records: Iterable[TaskRecord], chip: ChipSpec, group: str = "PipeUtilization") -> Table:
+def op_summary(
+    records: Iterable[TaskRecord],
+    chip: ChipSpec,
+    group: str = "PipeUtilization",
+    op_names: Mapping[tuple[int, int, int, int], str] | None = None,
+) -> Table:
     """op_summary_<ts>.csv: one row per kernel task in start order (Task Wait Time counts every task
     of the stream, copies and event tasks included)."""
     head = op_summary_head(group)
     tasks = device_tasks(records)
     waits = wait_times_ns(tasks)
-    rows = [_op_row(r, w, chip, group) for r, w in zip(tasks, waits, strict=True) if is_kernel(r)]
+    names = op_names or {}
+    rows = [
+        op_row(r, w, chip, group, names.get((r.device_id, r.stream_id, r.task_id, r.arrival_ns)))
+        for r, w in zip(tasks, waits, strict=True)
+        if is_kernel(r)
+    ]
     return head, rows
 
 
@@ -132,22 +144,23 @@ TASK_TIME_HEAD = [
 ]
 
 
+def task_time_row(r: TaskRecord, op_name: str | None = None) -> list[str]:
+    """One task_time row (kernel_name: the op name of a named launch)."""
+    return [
+        str(r.device_id),
+        op_name or r.name,
+        kernel_type(r),
+        str(r.stream_id),
+        str(r.task_id),
+        us(r.end_ns - r.start_ns),
+        us(r.start_ns),
+        us(r.end_ns),
+    ]
+
+
 def task_time(records: Iterable[TaskRecord]) -> Table:
     """task_time_<ts>.csv: every device task (kernels, copies, event tasks, callbacks)."""
-    rows = [
-        [
-            str(r.device_id),
-            r.name,
-            kernel_type(r),
-            str(r.stream_id),
-            str(r.task_id),
-            us(r.end_ns - r.start_ns),
-            us(r.start_ns),
-            us(r.end_ns),
-        ]
-        for r in device_tasks(records)
-    ]
-    return TASK_TIME_HEAD, rows
+    return TASK_TIME_HEAD, [task_time_row(r) for r in device_tasks(records)]
 
 
 L2_CACHE_HEAD = ["Device_id", "Stream Id", "Task Id", "Hit Rate", "Victim Rate", "Op Name"]
@@ -156,12 +169,19 @@ L2_CACHE_HEAD = ["Device_id", "Stream Id", "Task Id", "Hit Rate", "Victim Rate",
 def l2_cache(records: Iterable[TaskRecord]) -> Table:
     """l2_cache_<ts>.csv: per kernel, the L2 hit rate over read and write requests. Victim Rate is 0:
     the trace does not say which requests evicted a line."""
-    rows = [
-        [str(r.device_id), str(r.stream_id), str(r.task_id), f"{metrics.l2_hit_rate(r):.6f}", "0.000000", r.name]
-        for r in device_tasks(records)
-        if is_kernel(r)
+    return L2_CACHE_HEAD, [l2_row(r) for r in device_tasks(records) if is_kernel(r)]
+
+
+def l2_row(r: TaskRecord, op_name: str | None = None) -> list[str]:
+    """One l2_cache row."""
+    return [
+        str(r.device_id),
+        str(r.stream_id),
+        str(r.task_id),
+        f"{metrics.l2_hit_rate(r):.6f}",
+        "0.000000",
+        op_name or r.name,
     ]
-    return L2_CACHE_HEAD, rows
 
 
 API_STATISTIC_HEAD = ["Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(us)", "Max(us)", "Variance"]
@@ -170,25 +190,16 @@ API_STATISTIC_HEAD = ["Level", "API Name", "Time(us)", "Count", "Avg(us)", "Min(
 def api_statistic(slices: Sequence[HostSlice]) -> Table:
     """api_statistic_<ts>.csv: per ACL API, its call count and total / avg / min / max time; sorted by
     total time (largest first), then name. Variance is in us^2."""
-    durations: dict[str, list[int]] = {}
+    stats = ProfileStats(ChipSpec())
     for host in slices:
-        durations.setdefault(host.name, []).append(host.end_ns - host.start_ns)
-    order = sorted(durations, key=lambda name: (-sum(durations[name]), name))
-    rows = []
-    for name in order:
-        values = durations[name]
-        total = sum(values)
-        variance = statistics.pvariance([v / 1000.0 for v in values]) if len(values) > 1 else 0.0
-        rows.append(
-            [
-                "acl",
-                name,
-                us(total),
-                str(len(values)),
-                us(total / len(values)),
-                us(min(values)),
-                us(max(values)),
-                f"{variance:.6f}",
-            ]
-        )
+        stats.add_api(host.name, host.start_ns, host.end_ns)
+    return api_statistic_rows(stats)
+
+
+def api_statistic_rows(stats: ProfileStats) -> Table:
+    """api_statistic rows from the running aggregates."""
+    rows = [
+        ["acl", name, us(total), str(count), us(total / count), us(low), us(high), f"{variance:.6f}"]
+        for name, count, total, low, high, variance in stats.api_rows()
+    ]
     return API_STATISTIC_HEAD, rows

@@ -1,21 +1,52 @@
-"""The msprof folder: `PROF_<id>_<ts>/mindstudio_profiler_output/` with the JSON timeline and CSVs."""
+"""The msprof folder: `PROF_<id>_<ts>/mindstudio_profiler_output/` with the JSON timeline and CSVs.
+
+The writer streams: one pass over the host calls, then one over the tasks in start order, each
+record turned into its CSV rows and trace events and written at once; only per-op, per-stream and
+per-API aggregates (and a bounded timeline sample for the HTML report) stay in memory.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from cannrt.abi import TaskRecord
-from cannrt.config import ChipSpec
+from cannrt.abi import SqeType, TaskRecord
+from cannrt.config import ChipSpec, HostCosts
 from cannrt.tools.profiler import summary
-from cannrt.tools.profiler.records import HostSlice
-from cannrt.tools.profiler.trace import chrome_trace
+from cannrt.tools.profiler.records import ApiLike, HostSlice, is_kernel, submitting_api, task_label
+from cannrt.tools.profiler.stats import ProfileStats
+from cannrt.tools.profiler.trace import TraceBuilder, block_tid, block_track_name
 
 OUTPUT_DIR = "mindstudio_profiler_output"
+MEMORY_RECORD_HEAD = ["Device_id", "Component", "Timestamp(us)", "Total Allocated(KB)", "Total Reserved(KB)", "Device"]
+SAMPLE_TASKS = 4000  # tasks of the timeline sample kept for the HTML report
+OpKey = tuple[int, int, int, int]  # (device, stream, task id, doorbell ns) of a named launch
+
+
+def op_key(record: TaskRecord) -> OpKey:
+    """How a task is joined to the op name of the launch that submitted it."""
+    return (record.device_id, record.stream_id, record.task_id, record.arrival_ns)
+
+
+@dataclass
+class Collected:
+    """What a profile hands the writer: its task and host-call streams and how to read them."""
+
+    tasks: Callable[[], Iterator[TaskRecord]]  # every task in start order (discarded ones included)
+    api: Callable[[], Iterator[ApiLike]]  # recorded host calls in start order
+    chip: ChipSpec
+    costs: HostCosts
+    thread_id: int = 0  # host thread the derived launch slices go on
+    op_names: Mapping[OpKey, str] | None = None
+    span: tuple[int, int] = (0, 0)  # first task start, last task end (for the counter bins)
+    host_api: bool = True  # --ascendcl: host API slices and statistics
+    task_time: bool = True  # --task-time: device task rows and tracks
+    extra: Sequence[dict[str, Any]] = ()  # trace events written as given (the memory timeline's counters)
 
 
 def make_prof_dir(root: str | Path, stamp: str) -> Path:
@@ -41,23 +72,191 @@ def write_csv(path: Path, table: summary.Table) -> None:
         writer.writerows(rows)
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+class _JsonEvents:
+    """A Chrome trace written one event at a time."""
+
+    def __init__(self, handle: IO[str]) -> None:
+        self.handle = handle
+        self.first = True
+        handle.write('{"displayTimeUnit":"ms","traceEvents":[\n')
+
+    def write(self, events: Iterable[dict[str, Any]]) -> None:
+        text = ",\n".join(map(_ENCODE, events))
+        if text:
+            self.handle.write(text if self.first else ",\n" + text)
+            self.first = False
+
+    def close(self) -> None:
+        self.handle.write("\n]}\n")
+
+
+class _Sample:
+    """The first SAMPLE_TASKS tasks and the host slices of their window, for the HTML timeline."""
+
+    def __init__(self) -> None:
+        self.slices: list[list[Any]] = []  # [group, track, name, start us, end us]
+        self.host: list[list[Any]] = []
+        self.tasks = 0
+        self.window_ns = -1  # start of the last sampled task
+
+    def task(self, record: TaskRecord, label: str) -> None:
+        if self.tasks >= SAMPLE_TASKS:
+            return
+        self.tasks += 1
+        self.window_ns = record.start_ns
+        group = f"NPU {record.device_id}"
+        self.slices.append([group, f"Stream {record.stream_id}", label, record.start_ns / 1e3, record.end_ns / 1e3])
+        for unit, start, end in record.blocks:
+            if end > start:
+                track = block_track_name(block_tid(record, unit))
+                self.slices.append([group, track, label, start / 1e3, end / 1e3])
+
+    def api(self, name: str, tid: int, start_ns: int, end_ns: int) -> None:
+        if len(self.host) < 4 * SAMPLE_TASKS:
+            self.host.append(["Host", f"Host thread {tid}", name, start_ns / 1e3, end_ns / 1e3])
+
+    def rows(self) -> list[list[Any]]:
+        limit = self.window_ns / 1e3 if self.window_ns >= 0 else float("inf")
+        return [row for row in self.host if row[3] <= limit] + self.slices
+
+
+class _Export:
+    """One export: the open files and the running state of the two passes."""
+
+    def __init__(self, out: Path, stamp: str, data: Collected, group: str) -> None:
+        self.data, self.group, self.out, self.stamp = data, group, out, stamp
+        self.stats = ProfileStats(data.chip)
+        self.trace = TraceBuilder(data.chip, data.span)
+        self.sample = _Sample()
+        self.memory_peak: dict[int, int] = {}
+        self.handles: list[IO[str]] = []
+        self.json = _JsonEvents(self._open(f"msprof_{stamp}.json"))
+        self.csv: dict[str, Any] = {}
+        for name, head in (
+            ("op_summary", summary.op_summary_head(group)),
+            ("task_time", summary.TASK_TIME_HEAD),
+            ("l2_cache", summary.L2_CACHE_HEAD),
+            ("memory_record", MEMORY_RECORD_HEAD),
+        ):
+            self.csv[name] = csv.writer(self._open(f"{name}_{stamp}.csv"))
+            self.csv[name].writerow(head)
+
+    def _open(self, name: str) -> IO[str]:
+        handle = (self.out / name).open("w", newline="")
+        self.handles.append(handle)
+        return handle
+
+    def host_slice(self, host: HostSlice) -> None:
+        self.json.write(self.trace.host(host))
+        self.stats.add_api(host.name, host.start_ns, host.end_ns)
+        self.sample.api(host.name, self.trace.host_tid(host.thread_id), host.start_ns, host.end_ns)
+
+    def host_calls(self, calls: Iterable[ApiLike]) -> dict[int, HostSlice]:
+        """Pass 1: recorded calls become slices and memory samples; memsets are held back (the async
+        ones are matched with their SDMA task in pass 2)."""
+        memsets: dict[int, HostSlice] = {}
+        for call in calls:
+            used = getattr(call, "hbm_used", -1)
+            if used >= 0:
+                device = call.device_id  # type: ignore[attr-defined]
+                self.trace.memory(device, call.end_ns, used)
+                self.memory_peak[device] = max(self.memory_peak.get(device, 0), used)
+                row = [str(device), "RUNTIME", summary.us(call.end_ns), "N/A", str(used // 1024), f"NPU:{device}"]
+                self.csv["memory_record"].writerow(row)
+            if not self.data.host_api:
+                continue
+            host = HostSlice(call.name, call.start_ns, call.end_ns, call.thread_id)
+            if call.name == "aclrtMemset":
+                memsets.setdefault(call.end_ns, host)
+            else:
+                self.host_slice(host)
+        self.trace.host_tid(self.data.thread_id)
+        return memsets
+
+    def tasks(self, records: Iterable[TaskRecord], memsets: dict[int, HostSlice]) -> None:
+        """Pass 2: each task's derived launch slice, CSV rows, trace events and aggregates."""
+        data, names, csvs = self.data, self.data.op_names or {}, self.csv
+        last_end: dict[tuple[int, int], int] = {}
+        for record in records:
+            found = submitting_api(record, data.costs) if data.host_api else None
+            if found is not None:
+                held = memsets.pop(record.arrival_ns, None) if record.sqe_type == SqeType.SDMA else None
+                if held is not None:
+                    self.host_slice(HostSlice("aclrtMemsetAsync", held.start_ns, held.end_ns, held.thread_id, record))
+                else:
+                    start = record.arrival_ns - found[1]
+                    self.host_slice(HostSlice(found[0], start, record.arrival_ns, data.thread_id, record))
+            if record.discarded or not data.task_time:
+                continue
+            stream = (record.device_id, record.stream_id)
+            previous = last_end.get(stream)
+            wait = 0 if previous is None else max(0, record.start_ns - previous)
+            last_end[stream] = record.end_ns if previous is None else max(previous, record.end_ns)
+            op_name = names.get(op_key(record)) if names else None
+            self.json.write(self.trace.task(record, wait, op_name))
+            csvs["task_time"].writerow(summary.task_time_row(record, op_name))
+            if is_kernel(record):
+                csvs["op_summary"].writerow(summary.op_row(record, wait, data.chip, self.group, op_name))
+                csvs["l2_cache"].writerow(summary.l2_row(record, op_name))
+            self.stats.add_task(record, op_name or record.name)
+            self.sample.task(record, op_name or task_label(record))
+        for held in memsets.values():  # synchronous memsets
+            self.host_slice(held)
+
+    def finish(self) -> None:
+        self.json.write(self.trace.closing_events())
+        self.json.close()
+        for handle in self.handles:
+            handle.close()
+        write_csv(self.out / f"api_statistic_{self.stamp}.csv", summary.api_statistic_rows(self.stats))
+        report = {
+            "chip": self.data.chip.name,
+            "aic_metrics": self.group,
+            "tasks": self.stats.tasks,
+            "span_us": [self.stats.first_ns / 1e3, self.stats.last_ns / 1e3] if self.stats.tasks else [0.0, 0.0],
+            "kernels": self.stats.kernel_rows(),
+            "overlap": self.stats.overlap(),
+            "copies": self.stats.copy_rows(),
+            "api": [list(row) for row in self.stats.api_rows()],
+            "memory_peak_bytes": {str(d): v for d, v in sorted(self.memory_peak.items())},
+            "timeline_sample": self.sample.rows(),
+            "timeline_sampled_tasks": self.sample.tasks,
+        }
+        (self.out / f"report_data_{self.stamp}.json").write_text(json.dumps(report, separators=(",", ":")))
+
+
+def write_collected(
+    root: str | Path, data: Collected, group: str = "PipeUtilization", stamp: str | None = None
+) -> Path:
+    """Write the msprof folder from streamed records: msprof_<ts>.json, op_summary, task_time,
+    l2_cache, api_statistic, memory_record CSVs and report_data_<ts>.json; returns the PROF_ dir."""
+    stamp = stamp or time.strftime("%Y%m%d%H%M%S")
+    folder = make_prof_dir(root, stamp)
+    export = _Export(folder / OUTPUT_DIR, stamp, data, group)
+    try:
+        memsets = export.host_calls(data.api())
+        export.tasks(data.tasks(), memsets)
+        export.json.write(data.extra)
+    finally:
+        export.finish()
+    return folder
+
+
 def write_profile(
     root: str | Path,
-    records: Sequence[TaskRecord],
-    slices: Sequence[HostSlice],
+    records: Iterable[TaskRecord],
+    api: Iterable[ApiLike],
     chip: ChipSpec,
     group: str = "PipeUtilization",
     stamp: str | None = None,
-    extra: Sequence[dict[str, Any]] = (),
+    costs: HostCosts | None = None,
 ) -> Path:
-    """Write msprof_<ts>.json, op_summary, task_time, l2_cache and api_statistic CSVs; returns PROF_ dir."""
-    stamp = stamp or time.strftime("%Y%m%d%H%M%S")
-    folder = make_prof_dir(root, stamp)
-    out = folder / OUTPUT_DIR
-    trace: dict[str, Any] = chrome_trace(records, slices, chip, extra)
-    (out / f"msprof_{stamp}.json").write_text(json.dumps(trace, separators=(",", ":")))
-    write_csv(out / f"op_summary_{stamp}.csv", summary.op_summary(records, chip, group))
-    write_csv(out / f"task_time_{stamp}.csv", summary.task_time(records))
-    write_csv(out / f"l2_cache_{stamp}.csv", summary.l2_cache(records))
-    write_csv(out / f"api_statistic_{stamp}.csv", summary.api_statistic(slices))
-    return folder
+    """Write the msprof folder from lists of task records and recorded host calls."""
+    tasks = sorted(records, key=lambda r: (r.start_ns, r.device_id, r.stream_id, r.task_id))
+    calls = sorted(api, key=lambda a: (a.start_ns, a.end_ns, a.name))
+    span = (tasks[0].start_ns, max(r.end_ns for r in tasks)) if tasks else (0, 0)
+    data = Collected(lambda: iter(tasks), lambda: iter(calls), chip, costs or HostCosts(), span=span)
+    return write_collected(root, data, group, stamp)

@@ -1,0 +1,219 @@
+"""Profiler benchmark: what profiling costs, in wall time, trace bytes and memory.
+
+Every figure is a ratio to a baseline measured in the same run:
+- a launch-bound workload (N `nop` launches on one stream, then a synchronize) and `cannrt demo`,
+  each with profiling off and on, runs interleaved, the median of each (collection alone, and
+  collection plus writing the msprof folder);
+- bytes of trace (msprof_<ts>.json) and of the whole folder per task of the launch-bound profile;
+- peak RSS, and RSS at the end of collection, of a child process that runs 1,000,000 empty tasks
+  with profiling on (collecting, then writing) against one that runs them unprofiled.
+Run: python3 benchmarks/profiling.py [--tasks N] [--repeats R] [--rss-tasks M]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+import cannrt
+from cannrt.api.profile import profile
+
+GOAL_RATIO = 1.10
+GOAL_BYTES_PER_TASK = 200
+GOAL_RSS_MIB = 200
+BATCH = 10000  # launches between synchronizes in the RSS children
+
+
+def launch_bound(tasks: int) -> None:
+    stream = cannrt.Device(0).stream()
+    for _ in range(tasks):
+        stream.launch("nop")
+    stream.synchronize()
+
+
+def timed(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def profiled(tasks: int, output: str | None) -> Callable[[], object]:
+    def run() -> None:
+        with profile(output):
+            launch_bound(tasks)
+
+    return run
+
+
+def demo(output: str | None) -> Callable[[], object]:
+    from cannrt.cli.demo import run_demo
+
+    def run() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert run_demo(profile_dir=output) == 0
+
+    return run
+
+
+def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median wall seconds of each run, the runs taking turns."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            cannrt.reset_runtime()
+            times[name].append(timed(run))
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def child_rss(tasks: int, on: bool) -> dict[str, float]:
+    """Run the RSS child in a fresh process; returns its report."""
+    command = [sys.executable, __file__, "--child", str(tasks), "on" if on else "off"]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    report: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def rss_now_mib() -> float:
+    """Resident set size now (VmRSS), MiB; peak RSS (ru_maxrss) also counts import-time peaks."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def child(tasks: int, on: bool) -> None:
+    """The RSS child: run `tasks` empty tasks (profiled or not); print peak RSS (MiB) and times."""
+    stream = cannrt.Device(0).stream()
+    with tempfile.TemporaryDirectory() as root:
+        start = time.perf_counter()
+        with profile() if on else contextlib.nullcontext() as prof:
+            for done in range(0, tasks, BATCH):
+                for _ in range(min(BATCH, tasks - done)):
+                    stream.launch("nop")
+                stream.synchronize()
+        collected = time.perf_counter() - start
+        collect_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        collect_now = rss_now_mib()
+        written, size = 0.0, 0
+        if prof is not None:
+            start = time.perf_counter()
+            folder = prof.write(root)
+            written = time.perf_counter() - start
+            size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report = {"collect_rss": collect_rss, "collect_now": collect_now, "peak_rss": peak}
+    print(json.dumps({**report, "collect_s": collected, "write_s": written, "bytes": size}))
+
+
+def folder_bytes(tasks: int) -> tuple[float, float]:
+    """(trace bytes, folder bytes) per task of a launch-bound profile."""
+    with tempfile.TemporaryDirectory() as root:
+        cannrt.reset_runtime()
+        cannrt.Device(0)
+        with profile(root) as prof:
+            launch_bound(tasks)
+        assert prof.path is not None
+        files = [f for f in prof.path.rglob("*") if f.is_file()]
+        trace = sum(f.stat().st_size for f in files if f.name.startswith("msprof_"))
+        return trace / tasks, sum(f.stat().st_size for f in files) / tasks
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", type=int, default=20000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rss-tasks", type=int, default=1_000_000)
+    parser.add_argument("--child", nargs=2, metavar=("TASKS", "MODE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(int(args.child[0]), args.child[1] == "on")
+        return
+    console = Console()
+    table = Table(title="cannrt profiler; baselines measured in the same run")
+    for column in ("measure", "baseline", "profiled", "ratio", "goal"):
+        table.add_column(column, justify="left" if column == "measure" else "right")
+    with tempfile.TemporaryDirectory() as root:
+        launch = interleaved(
+            {
+                "off": lambda: launch_bound(args.tasks),
+                "on": profiled(args.tasks, None),
+                "on+write": profiled(args.tasks, root),
+            },
+            args.repeats,
+        )
+        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, max(2, args.repeats // 2))
+    label = f"launch-bound, {args.tasks} nop tasks (s)"
+    table.add_row(
+        label + ", collecting",
+        f"{launch['off']:.3f}",
+        f"{launch['on']:.3f}",
+        f"{launch['on'] / launch['off']:.2f}x",
+        f"<= {GOAL_RATIO}x",
+    )
+    table.add_row(
+        label + ", + writing",
+        f"{launch['off']:.3f}",
+        f"{launch['on+write']:.3f}",
+        f"{launch['on+write'] / launch['off']:.2f}x",
+        "",
+    )
+    table.add_row(
+        "cannrt demo, profiled and written (s)",
+        f"{demos['off']:.3f}",
+        f"{demos['on']:.3f}",
+        f"{demos['on'] / demos['off']:.2f}x",
+        f"<= {GOAL_RATIO}x",
+    )
+    trace, whole = folder_bytes(args.tasks)
+    table.add_row("trace bytes per task (msprof_*.json)", "", f"{trace:.0f}", "", f"<= {GOAL_BYTES_PER_TASK}")
+    table.add_row("folder bytes per task (JSON + CSVs)", "", f"{whole:.0f}", "", "")
+    off, on = child_rss(args.rss_tasks, False), child_rss(args.rss_tasks, True)
+    tasks = f"{args.rss_tasks:,} empty tasks"
+    table.add_row(
+        f"peak RSS, {tasks}, collecting (MiB)",
+        f"{off['peak_rss']:.0f}",
+        f"{on['collect_rss']:.0f}",
+        f"+{on['collect_rss'] - off['peak_rss']:.0f} MiB",
+        f"< +{GOAL_RSS_MIB} MiB",
+    )
+    table.add_row(
+        f"RSS at the end of collection, {tasks} (MiB)",
+        f"{off['collect_now']:.0f}",
+        f"{on['collect_now']:.0f}",
+        f"+{on['collect_now'] - off['collect_now']:.0f} MiB",
+        f"< +{GOAL_RSS_MIB} MiB",
+    )
+    table.add_row(
+        f"peak RSS, {tasks}, + writing (MiB)",
+        f"{off['peak_rss']:.0f}",
+        f"{on['peak_rss']:.0f}",
+        f"+{on['peak_rss'] - off['peak_rss']:.0f} MiB",
+        f"< +{GOAL_RSS_MIB} MiB",
+    )
+    table.add_row(
+        f"wall, {tasks}: run / write (s)",
+        f"{off['collect_s']:.1f}",
+        f"{on['collect_s']:.1f} / {on['write_s']:.1f}",
+        f"{on['collect_s'] / off['collect_s']:.2f}x",
+        "",
+    )
+    table.add_row(f"folder bytes per task, {tasks}", "", f"{on['bytes'] / args.rss_tasks:.0f}", "", "")
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

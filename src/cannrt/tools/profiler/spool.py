@@ -1,0 +1,157 @@
+"""Streaming collection: records kept in memory up to a chunk, then written to disk as sorted runs.
+
+A `RecordSpool` is the sink the device (task records) or the runtime (host API records) appends
+to as each task or call completes: a list that holds at most `chunk` records; a full chunk is
+sorted and written as one run of pickled batches (plain tuples), so a run of any length is
+collected in bounded memory. `sorted_records()` reads every run back merged into one ordered
+stream (a k-way merge holding one batch per run). The files are this process's own scratch data,
+written and read by it alone; they are removed by `close()`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import pickle
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+CHUNK = 16384  # records kept in memory before a run is written
+BATCH = 512  # records per pickled batch inside a run (what the merge holds per run)
+
+
+class RecordSpool(list):
+    """Records appended as they complete; spilled to `directory` every `chunk` records."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        make: Callable[[Any], Any],
+        key: Callable[[Any], Any],
+        chunk: int = CHUNK,
+    ) -> None:
+        super().__init__()
+        self.directory = Path(directory)
+        self.make = make  # rebuilds a record from its plain tuple (e.g. TaskRecord._make)
+        self.key = key  # the order of sorted_records()
+        self.chunk = max(1, chunk)
+        self.runs: list[Path] = []
+        self.spilled = 0  # records written to runs
+        self._lock = threading.Lock()  # a spill and a read of the runs do not interleave
+        self._first, self._last = -1, 0  # earliest start_ns, latest end_ns of the records spilled
+
+    def append(self, item: Any) -> None:
+        """Keep a record; a full chunk goes to disk (the device appends under its own lock)."""
+        list.append(self, item)
+        if len(self) >= self.chunk:
+            self.spill()
+
+    @property
+    def collected(self) -> int:
+        """Records collected so far (on disk and in memory)."""
+        return self.spilled + len(self)
+
+    @property
+    def first(self) -> int:
+        """The earliest start_ns collected (-1 if none)."""
+        starts = [r.start_ns for r in self] + ([self._first] if self.spilled else [])
+        return int(min(starts)) if starts else -1
+
+    @property
+    def last(self) -> int:
+        """The latest end_ns collected."""
+        return int(max([r.end_ns for r in self] + [self._last]))
+
+    def spill(self) -> None:
+        """Write the records in memory as one sorted run and forget them."""
+        with self._lock:
+            self._spill()
+
+    def _spill(self) -> None:
+        if not len(self):
+            return
+        items = sorted(self, key=self.key)
+        self._first, self._last = self.first, self.last
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f"run_{len(self.runs):06d}.pkl"
+        with path.open("wb") as handle:
+            for start in range(0, len(items), BATCH):
+                pickle.dump([tuple(r) for r in items[start : start + BATCH]], handle, pickle.HIGHEST_PROTOCOL)
+        self.runs.append(path)
+        self.spilled += len(items)
+        del self[:]
+
+    def _read_run(self, path: Path) -> Iterator[Any]:
+        make = self.make
+        with path.open("rb") as handle:
+            while True:
+                try:
+                    batch = pickle.load(handle)  # our own scratch file (see the module docstring)
+                except EOFError:
+                    return
+                yield from map(make, batch)
+
+    def sorted_records(self) -> Iterator[Any]:
+        """Every record collected, in key order (runs merged with those still in memory)."""
+        memory = sorted(self, key=self.key)
+        if not self.runs:
+            return iter(memory)
+        return heapq.merge(*(self._read_run(p) for p in self.runs), memory, key=self.key)
+
+    def close(self) -> None:
+        """Drop every record and remove the runs."""
+        for path in self.runs:
+            path.unlink(missing_ok=True)
+        self.runs.clear()
+        self.spilled = 0
+        del self[:]
+
+
+class HostSpool(RecordSpool):
+    """The host calls' sink: API records spooled like tasks; name records (a named launch's op name,
+    task_id >= 0) kept aside in `op_names`, keyed (device, stream, task id, doorbell ns)."""
+
+    def __init__(
+        self, directory: str | Path, make: Callable[[Any], Any], key: Callable[[Any], Any], chunk: int = CHUNK
+    ):
+        super().__init__(directory, make, key, chunk)
+        self._host_lock = threading.Lock()
+        self.op_names: dict[tuple[int, int, int, int], str] = {}
+
+    def append(self, item: Any) -> None:
+        """Keep a host call (host threads append at once: one at a time here, so a spill loses none)."""
+        with self._host_lock:
+            if item.task_id >= 0:
+                self.op_names[(item.device_id, item.stream_id, item.task_id, item.start_ns)] = item.name
+            else:
+                list.append(self, item)
+                if len(self) >= self.chunk:
+                    self.spill()
+
+
+def merged(spools: list[RecordSpool], key: Callable[[Any], Any]) -> Iterator[Any]:
+    """The records of several spools in one key order."""
+    if len(spools) == 1:
+        return spools[0].sorted_records()
+    return heapq.merge(*(s.sorted_records() for s in spools), key=key)
+
+
+class ScratchDir:
+    """A temporary folder for a profile's runs, removed by `cleanup()` (or at interpreter exit)."""
+
+    _counter = itertools.count()
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="cannrt-prof-"))
+
+    def sub(self, name: str) -> Path:
+        """A subfolder for one spool."""
+        return self.path / f"{next(self._counter):03d}_{name}"
+
+    def cleanup(self) -> None:
+        """Remove the folder and everything in it."""
+        shutil.rmtree(self.path, ignore_errors=True)
