@@ -36,7 +36,7 @@ def product_work(a: TensorArg, b: TensorArg, y: TensorArg, m: int, k: int, n: in
     row_tiles = max(1, -(-m // tile_m))
     col_tiles = max(1, -(-n // tile_n))
     item = numpy_dtype(a.dtype).itemsize
-    panels = batch * row_tiles * col_tiles * (tile_m + tile_n) * k * item
+    panels = batch * row_tiles * col_tiles * (min(tile_m, m) + min(tile_n, n)) * k * item
     unique = tensor_nbytes(a) + tensor_nbytes(b)
     return Work(
         cube_flops=2.0 * batch * m * n * k,
