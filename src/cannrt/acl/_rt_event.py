@@ -97,7 +97,7 @@ def _waits_passed(entry: EventEntry) -> bool:
     return all(stream.destroyed or stream.head() >= position for stream, position in entry.waits)
 
 
-@api(c.ACL_EVENT_WAIT_STATUS_NOT_READY)
+@api(0)  # a failed call's output is 0, as every output of a failed pyACL call
 def query_event_wait_status(event: int) -> int:
     """(status, ret): ACL_EVENT_WAIT_STATUS_COMPLETE (0) once the record completed and every
     stream waiting on it got past its wait, else NOT_READY (1) (aclrtQueryEventWaitStatus)."""

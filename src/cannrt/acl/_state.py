@@ -9,6 +9,7 @@ usable. Calls with outputs return `(out..., ret)`, calls without return `ret`.
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 import os
 import sys
@@ -116,14 +117,20 @@ def _failure_code(exc: Exception) -> int:
 def api(*defaults: object) -> Callable[[F], F]:
     """Wrap a pyACL call; defaults are the outputs returned (before ret) when it fails.
 
-    Calls that need acl.init reach the runtime through `runtime()` after parsing their arguments,
-    so a wrong type raises TypeError even before init, and a well-typed call then gets
-    ACL_ERROR_UNINITIALIZE.
+    Every argument annotated int or str is parsed before the call's body runs, as pyACL's
+    PyArg_ParseTuple parses them all first: a wrong type raises TypeError before any other check,
+    even before init; a well-typed call then gets ACL_ERROR_UNINITIALIZE.
     """
 
     def wrap(fn: F) -> F:
+        parsers = _argument_parsers(fn)
+
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
+            for index, (name, parse) in enumerate(parsers):
+                value = args[index] if index < len(args) else kwargs.get(name)
+                if parse is not None and value is not None:
+                    parse(name, value)
             try:
                 result = fn(*args, **kwargs)
             except ArgTypeError:
@@ -139,6 +146,17 @@ def api(*defaults: object) -> Callable[[F], F]:
         return call  # type: ignore[return-value]
 
     return wrap
+
+
+def _argument_parsers(fn: Callable[..., Any]) -> list[tuple[str, Callable[[str, object], object] | None]]:
+    """Per positional parameter of fn: its name and the parser of its annotated type (int or str;
+    None handles count as the null handle), None for other annotations."""
+    parsers: dict[str, Callable[[str, object], object]] = {"int": as_int, "str": as_str}
+    return [
+        (parameter.name, parsers.get(str(parameter.annotation)))
+        for parameter in inspect.signature(fn).parameters.values()
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+    ]
 
 
 def fail(code: int, message: str) -> CannError:

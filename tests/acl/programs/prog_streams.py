@@ -133,7 +133,7 @@ def ex_events(stream: int) -> None:
     expect(acl.rt.query_event(0x999), (0, ACL_ERROR_RT_INVALID_HANDLE), "query unknown")
     expect(acl.rt.query_event(0), (0, ACL_ERROR_RT_PARAM_INVALID), "query null")
     expect(acl.rt.query_event_status(event), (0, ACL_ERROR_RT_INVALID_HANDLE), "status of destroyed")
-    expect(acl.rt.query_event_wait_status(event), (1, ACL_ERROR_RT_INVALID_HANDLE), "wait status of destroyed")
+    expect(acl.rt.query_event_wait_status(event), (0, ACL_ERROR_RT_INVALID_HANDLE), "wait status of destroyed")
     expect(acl.rt.reset_event(event, stream), ACL_ERROR_RT_INVALID_HANDLE, "reset destroyed")
     expect(acl.rt.synchronize_event(event), ACL_ERROR_RT_INVALID_HANDLE, "sync destroyed")
     expect(acl.rt.synchronize_event_with_timeout(event, 5), ACL_ERROR_RT_INVALID_HANDLE, "timeout sync destroyed")
