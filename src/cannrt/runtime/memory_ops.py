@@ -205,27 +205,15 @@ def _locate(ctx: Context, address: int) -> Extent:
 
 
 def resolve_kind(kind: int, src: Extent, dst: Extent) -> CopyKind:
-    """Check a copy's pointers against its kind (DEFAULT infers it); RT_PARAM_INVALID otherwise."""
+    """The direction of a copy, from its pointers (aclrtMemcpy on Atlas A2: `kind` is reserved and
+    its value ignored, the addresses decide); an unknown kind is still RT_PARAM_INVALID."""
     try:
-        kind = CopyKind(kind)
+        CopyKind(kind)
     except ValueError:
         raise CannError(ErrorCode.RT_PARAM_INVALID, f"unknown memcpy kind {kind}") from None
-    src_dev, dst_dev = src is not None, dst is not None
-    if src_dev and dst_dev:
-        inferred = CopyKind.DEVICE_TO_DEVICE
-    elif src_dev:
-        inferred = CopyKind.DEVICE_TO_HOST
-    elif dst_dev:
-        inferred = CopyKind.HOST_TO_DEVICE
-    else:
-        inferred = CopyKind.HOST_TO_HOST
-    if kind != CopyKind.DEFAULT and kind != inferred:
-        raise CannError(
-            ErrorCode.RT_PARAM_INVALID,
-            f"memcpy kind {kind.name} does not match the pointers (src is {'device' if src_dev else 'host'}, "
-            f"dst is {'device' if dst_dev else 'host'})",
-        )
-    return inferred
+    if src is not None:
+        return CopyKind.DEVICE_TO_DEVICE if dst is not None else CopyKind.DEVICE_TO_HOST
+    return CopyKind.HOST_TO_DEVICE if dst is not None else CopyKind.HOST_TO_HOST
 
 
 def check_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int) -> None:
