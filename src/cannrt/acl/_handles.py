@@ -30,6 +30,8 @@ class Kind(IntEnum):
     EXCEPTION_INFO = 0xA8
     PHYSICAL_MEMORY = 0xA9
     PROF_CONFIG = 0xAA
+    MODEL_DESC = 0xAB
+    DATASET = 0xAC
 
 
 class HandleTable(Generic[T]):
