@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hand_models import K, M, N, dense_model, dynamic_batch_model, reference, weights
+from hand_models import K, M, dense_model, dynamic_batch_model, reference, weights
 
 import cannrt
 from cannrt.om import format as om_format
