@@ -11,9 +11,11 @@ def _register_commands() -> None:
     """Attach the commands that register themselves (exec, plan)."""
     from cannrt.cli.exec import register as register_exec
     from cannrt.cli.plan import register as register_plan
+    from cannrt.cli.run import register as register_run
 
     register_exec(app)
     register_plan(app)
+    register_run(app)
 
 
 @app.command()
