@@ -39,7 +39,7 @@ def _gear(batch: int) -> Gear:
         MemcpyTask(1, w, TensorRef(Section.WORK, 512, 0, (4, 4)), 64, node="Identity_2"),
     )
     plan = (PlannedTensor("h", 0, 16 * batch, 0, 3, 0), PlannedTensor("w_copy", 512, 64, 4, 4, 1))
-    return Gear(batch, ((batch, 4),), ((batch, 4),), tasks, plan, 1024)
+    return Gear(batch, ((batch, 4),), ((batch, 4),), tasks, plan, 1024, 512 + batch, 900, 500)
 
 
 def _model() -> OfflineModel:

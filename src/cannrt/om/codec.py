@@ -156,10 +156,14 @@ def encode_gear(gear: Gear) -> dict[str, Any]:
         "output_shapes": [list(s) for s in gear.output_shapes],
         "plan": [[t.name, t.offset, t.size, t.first, t.last, t.stream] for t in gear.plan],
         "work_size": gear.work_size,
+        "feature_maps": [gear.feature_map_size, gear.feature_map_unplanned, gear.feature_map_lower_bound],
     }
 
 
 def decode_gear(obj: Any, tasks: tuple[Task, ...]) -> Gear:
+    feature_maps = as_list(obj.get("feature_maps", [0, 0, 0]), "gear feature-map bytes")
+    if len(feature_maps) != 3:
+        raise ValueError(f"gear feature-map bytes {feature_maps!r}: expected 3 numbers")
     plan = []
     for row in as_list(obj["plan"], "memory plan"):
         name, *numbers = as_list(row, "planned tensor")
@@ -174,6 +178,7 @@ def decode_gear(obj: Any, tasks: tuple[Task, ...]) -> Gear:
         tasks,
         tuple(plan),
         as_int(obj["work_size"], "gear work size"),
+        *(as_int(n, "gear feature-map bytes") for n in feature_maps),
     )
 
 

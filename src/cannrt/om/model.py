@@ -108,6 +108,11 @@ class Gear:
     tasks: tuple[Task, ...]  # in submission order
     plan: tuple[PlannedTensor, ...]
     work_size: int  # bytes of the work section this gear needs
+    # the feature-map part of the plan (work_size less the I/O blocks laid out after it), beside the
+    # unplanned sum of the same buffers and their lower bound (the most bytes live at one time)
+    feature_map_size: int = 0
+    feature_map_unplanned: int = 0
+    feature_map_lower_bound: int = 0
 
 
 @dataclass(frozen=True)
