@@ -79,6 +79,7 @@ class TaskRecord(NamedTuple):
     blocks: tuple[tuple[int, int, int], ...] = ()  # (physical core or SDMA engine, start, end) per block
     copy_kind: int = -1  # CopyKind of an SDMA copy, RECORD_MEMSET for a memset, -1 otherwise
     discarded: bool = False
+    op_type: str = ""  # a model task's ONNX op type (name is then its node name); else the kernel's name
 
 
 @dataclass(eq=False)

@@ -19,6 +19,7 @@ from rich.table import Table
 from cannrt.abi import TaskRecord
 from cannrt.config import ChipSpec, HostCosts
 from cannrt.errors import CannError, ErrorCode
+from cannrt.runtime import model_names
 from cannrt.runtime.core import Runtime, get_runtime
 from cannrt.runtime.tracing import ApiRecord
 from cannrt.tools import profiler
@@ -143,5 +144,6 @@ def profile(
         for device in traced:
             if device in runtime.devices:
                 result.records.extend(runtime.driver.trace_stop(device, runtime.host_time_ns))
+        result.records[:] = model_names.named(runtime, result.records)  # model tasks by ONNX node
     if output is not None:
         result.write(output)

@@ -66,7 +66,9 @@ def _mib(n: int) -> str:
 def run_command(
     model_path: Annotated[str, typer.Argument(metavar="MODEL", help="an .om from `cannrt atc`, or an .onnx")],
     inputs: Annotated[list[str] | None, typer.Option("--input", help=".npy per input, in order, or NAME=FILE")] = None,
-    profile_dir: Annotated[str | None, typer.Option("--profile", help="write the msprof folder of the run here")] = None,
+    profile_dir: Annotated[
+        str | None, typer.Option("--profile", help="write the msprof folder of the run here")
+    ] = None,
     compare: Annotated[str | None, typer.Option("--compare", help="onnxruntime: compare the outputs with it")] = None,
 ) -> None:
     """Run MODEL once and print its outputs, device and wall time, weight and feature-map bytes."""

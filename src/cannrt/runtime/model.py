@@ -22,7 +22,7 @@ from cannrt.dtypes import numpy_dtype
 from cannrt.errors import CannError
 from cannrt.kernels import KernelArgumentError
 from cannrt.om.model import IoDesc, OfflineModel, Section
-from cannrt.runtime import memory_ops
+from cannrt.runtime import memory_ops, model_names
 from cannrt.runtime.model_codes import (
     GE_DYNAMIC_BATCH_SIZE_INVALID,
     GE_PARAM_INVALID,
@@ -188,18 +188,26 @@ class LoadedModel:
 
     def _replay(self, program: GearProgram, args: list[tuple[ParamValue, ...]], streams: list[Stream]) -> None:
         events = self.events
+        runtime = self.context.runtime
+        profiling = runtime.api_records is not None  # then each task's node is noted for the profile
         for step, step_args in zip(program.steps, args, strict=True):
             target = streams[step.stream]
             if step.kind == KERNEL:
-                target.launcher.launch(step.kernel, step.block_dim, step_args, step.node)
+                position = target.launcher.launch(step.kernel, step.block_dim, step_args, step.node)
             elif step.kind == MEMCPY:
                 src, dst = step_args
                 assert isinstance(src, TensorArg) and isinstance(dst, TensorArg)
-                target.submit_sdma(SdmaOp.COPY, CopyKind.DEVICE_TO_DEVICE, src.address, dst.address, step.nbytes)
+                position = target.submit_sdma(
+                    SdmaOp.COPY, CopyKind.DEVICE_TO_DEVICE, src.address, dst.address, step.nbytes
+                )
             elif step.kind == RECORD:
                 events[step.event].record(target)
+                continue
             else:
                 events[step.event].wait_on(target)
+                continue
+            if profiling and step.node:
+                model_names.note(runtime, target.device_id, target.stream_id, position, step.node, step.op_type)
 
     def _wait(self, program: GearProgram, streams: list[Stream]) -> None:
         """Synchronize every stream of a sync execute; a fault names the node that raised it."""

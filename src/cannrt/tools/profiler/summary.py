@@ -87,7 +87,7 @@ def _op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str) -> lis
         str(record.task_id),
         str(record.stream_id),
         record.name,
-        record.name,
+        record.op_type or record.name,
         NA,
         task_type(record),
         us(record.start_ns),
