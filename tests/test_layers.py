@@ -81,6 +81,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "cannrt.driver": (*BASE, "cannrt.device"),
     "cannrt.memory": BASE,
     "cannrt.om": BASE,  # the offline-model format: the graph engine writes it, the runtime loads it
+    "cannrt.graph": (*BASE, "cannrt.kernels", "cannrt.memory", "cannrt.om"),
     "cannrt.tools": (*BASE, "cannrt.kernels"),  # tools/reference.py runs the kernels' numpy code as the bench
     "cannrt.runtime": (
         *BASE,

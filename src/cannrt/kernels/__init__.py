@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cannrt.abi import Work
 from cannrt.kernels import builtins as _builtins  # noqa: F401  (registers the built-ins)
+from cannrt.kernels import nn as _nn  # noqa: F401  (registers the operator kernels)
 from cannrt.kernels.registry import (
     Kernel,
     KernelArgumentError,

@@ -1,0 +1,157 @@
+"""What the operator kernels share: argument checks, work models and the fused activations.
+
+Vector kernels tile their output in ELEMENTS_PER_UNIT granules (the built-ins' granule); cube
+kernels in TILE_M x TILE_N output tiles. Reduced-precision inputs compute in fp32, as the
+vector and cube units accumulate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
+from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, TILE_M, TILE_N
+from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError, register_kernel, require_tensors
+
+PREFIX = "nn."
+HALF_CODES = {1, 27}  # fp16, bf16: twice the fp32 lanes on the vector unit
+
+
+def count(spec: TensorArg) -> int:
+    """Elements of a tensor argument."""
+    return math.prod(spec.shape)
+
+
+def tensors_of(specs: ArgSpecs) -> list[TensorArg]:
+    """The tensor arguments, in order."""
+    return [s for s in specs if isinstance(s, TensorArg)]
+
+
+def vector_rate(spec: TensorArg) -> float:
+    """Vector throughput of a dtype relative to fp32 lanes."""
+    return 2.0 if spec.dtype in HALF_CODES else 1.0
+
+
+def cube_rate(spec: TensorArg) -> float:
+    """Cube throughput of a dtype relative to fp16 (fp32 a quarter, int8 twice)."""
+    return {0: 0.25, 11: 0.0625, 2: 2.0}.get(spec.dtype, 1.0)
+
+
+def compute_dtype(x: np.ndarray) -> np.dtype:
+    """fp64 stays fp64 (references), every other float computes in fp32."""
+    return np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
+
+
+def as_compute(x: np.ndarray) -> np.ndarray:
+    """x in its compute dtype (no copy when it already is)."""
+    return x.astype(compute_dtype(x), copy=False)
+
+
+def vector_work(tensor_count: int, ops_per_element: float, outputs: int = 1) -> Callable[[ArgSpecs], Work]:
+    """Work of a vector kernel: ops per output element, every tensor read once and written once."""
+
+    def work(specs: ArgSpecs) -> Work:
+        tensors = tensors_of(specs)[:tensor_count]
+        outs = tensors[tensor_count - outputs :]
+        elements = sum(count(t) for t in outs)
+        return Work(
+            vector_ops=elements * ops_per_element,
+            vector_rate=vector_rate(outs[0]),
+            bytes_read=sum(tensor_nbytes(t) for t in tensors[: tensor_count - outputs]),
+            bytes_written=sum(tensor_nbytes(t) for t in outs),
+            units=max(1, -(-elements // ELEMENTS_PER_UNIT)),
+        )
+
+    return work
+
+
+def cube_units(rows: int, cols: int) -> int:
+    """Output tiles of a rows x cols matrix product the cube tiling hands to blocks."""
+    return max(1, -(-rows // TILE_M)) * max(1, -(-cols // TILE_N))
+
+
+def check_scalars(name: str, specs: ArgSpecs, tensors: int, ints: int = 0, floats: int = 0) -> list[TensorArg]:
+    """Exactly `tensors` tensors, then `ints` int scalars, then `floats` numbers."""
+    args = require_tensors(name, specs, tensors, ints + floats)
+    if len(specs) != tensors + ints + floats:
+        raise KernelArgumentError(f"{name} takes {tensors} tensors, {ints} ints and {floats} floats, got {len(specs)}")
+    for index, value in enumerate(specs[tensors:]):
+        if isinstance(value, TensorArg) or (index < ints and not isinstance(value, int)):
+            raise KernelArgumentError(f"{name}: argument {tensors + index} must be an int scalar")
+    return args
+
+
+def check_broadcast(name: str, inputs: list[TensorArg], out: TensorArg) -> None:
+    """Every input broadcasts (numpy / ONNX multidirectional rules) to exactly the output shape."""
+    try:
+        shape = np.broadcast_shapes(*(tuple(t.shape) for t in inputs), tuple(out.shape))
+    except ValueError:
+        shape = None
+    if shape != tuple(out.shape):
+        shapes = ", ".join(str(tuple(t.shape)) for t in inputs)
+        raise KernelArgumentError(f"{name}: inputs {shapes} do not broadcast to the output {tuple(out.shape)}")
+
+
+def check_float(name: str, spec: TensorArg) -> None:
+    """A floating-point tensor."""
+    if numpy_dtype(spec.dtype).kind != "f" and spec.dtype != 27:
+        raise KernelArgumentError(f"{name}: dtype {numpy_dtype(spec.dtype)} is not floating point")
+
+
+def register(
+    name: str,
+    compute: Callable[..., None],
+    work: Callable[[ArgSpecs], Work],
+    check: Callable[[ArgSpecs], None],
+    outputs: tuple[int, ...],
+    core_kind: CoreKind = CoreKind.AIVEC,
+) -> Kernel:
+    """Register an operator kernel under PREFIX + name."""
+    return register_kernel(Kernel(PREFIX + name, compute, work, check, outputs, core_kind))
+
+
+# Activations the cube kernels apply to their output before writing it (code, alpha, beta).
+ACT_NONE, ACT_RELU, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_HARD_SIGMOID, ACT_HARD_SWISH, ACT_CLIP = range(8)
+ACTIVATION_VECTOR_OPS = 4.0  # vector ops per output element of a fused activation (an upper bound)
+
+
+def activate(y: np.ndarray, code: int, alpha: float, beta: float) -> np.ndarray:
+    """Apply a fused activation in place (y is the fp32/fp64 accumulator) and return it."""
+    if code == ACT_NONE:
+        return y
+    if code == ACT_RELU:
+        np.maximum(y, 0, out=y)
+    elif code == ACT_LEAKY:
+        np.multiply(y, np.where(y < 0, y.dtype.type(alpha), y.dtype.type(1)), out=y)
+    elif code == ACT_SIGMOID:
+        sigmoid(y, y)
+    elif code == ACT_TANH:
+        np.tanh(y, out=y)
+    elif code == ACT_HARD_SIGMOID:
+        np.clip(y * alpha + beta, 0, 1, out=y)
+    elif code == ACT_HARD_SWISH:
+        y *= np.clip(y * (1.0 / 6.0) + 0.5, 0, 1)
+    elif code == ACT_CLIP:
+        np.clip(y, alpha, beta, out=y)
+    else:
+        raise KernelArgumentError(f"unknown fused activation code {code}")
+    return y
+
+
+def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """1 / (1 + exp(-x)) without overflow warnings for large |x|."""
+    with np.errstate(over="ignore"):
+        np.negative(x, out=out)
+        np.exp(out, out=out)
+        out += 1
+        np.reciprocal(out, out=out)
+    return out
+
+
+def store(out: np.ndarray, value: np.ndarray) -> None:
+    """Write a computed result into an output view (casting to its dtype)."""
+    np.copyto(out, value.reshape(out.shape) if value.shape != out.shape else value, casting="unsafe")

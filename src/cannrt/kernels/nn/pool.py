@@ -1,0 +1,158 @@
+"""Pooling on the vector unit (the CANN MaxPoolV3 / AvgPoolV2 / GlobalAveragePool kernels).
+
+maxpool: x, y, then the window ints (kernel, strides, dilations, pads begin, pads end per axis);
+maxpool_indices: x, y, indices, storage order, window; avgpool: x, y, count_include_pad, window;
+global_avgpool / global_maxpool: x, y. One strided view of the padded input per kernel offset,
+reduced into the output: no loop over pixels or channels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from cannrt.abi import TensorArg, Work, tensor_nbytes
+from cannrt.kernels.builtins import ELEMENTS_PER_UNIT
+from cannrt.kernels.nn.common import as_compute, check_scalars, compute_dtype, register, store, vector_rate
+from cannrt.kernels.nn.window import Window, padded, valid_counts
+from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
+
+
+def _window_of(name: str, specs: ArgSpecs, tensors: int, lead: int) -> tuple[list[TensorArg], Window]:
+    x = specs[0]
+    if not isinstance(x, TensorArg) or len(x.shape) < 3:
+        raise KernelArgumentError(f"{name}: the input must be a tensor of rank >= 3")
+    nd = len(x.shape) - 2
+    args = check_scalars(name, specs, tensors, ints=lead + 5 * nd)
+    window = Window.parse(name, nd, specs[tensors + lead :])
+    for y in args[1:]:
+        if len(y.shape) != len(x.shape) or tuple(y.shape[:2]) != tuple(x.shape[:2]):
+            raise KernelArgumentError(f"{name}: output {y.shape} does not match input {x.shape}")
+    window.check(name, args[0], args[1], ceil_slack=True)
+    return args, window
+
+
+def _work(tensors: int, lead: int, name: str) -> Callable[[ArgSpecs], Work]:
+    def work(specs: ArgSpecs) -> Work:
+        args, window = _window_of(name, specs, tensors, lead)
+        outs = sum(math.prod(t.shape) for t in args[1:2])
+        return Work(
+            vector_ops=outs * math.prod(window.kernel) * (2.0 if tensors == 3 else 1.0),
+            vector_rate=vector_rate(args[0]),
+            bytes_read=tensor_nbytes(args[0]),
+            bytes_written=sum(tensor_nbytes(t) for t in args[1:]),
+            units=max(1, -(-outs // ELEMENTS_PER_UNIT)),
+        )
+
+    return work
+
+
+def _fill_for(dtype: np.dtype) -> float:
+    return -np.inf if dtype.kind == "f" else float(np.iinfo(dtype).min)
+
+
+def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
+    window = Window.parse("maxpool", x.ndim - 2, ints)
+    dtype = compute_dtype(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x.dtype
+    out = tuple(y.shape[2:])
+    xp = padded(x, window, out, _fill_for(np.dtype(dtype)), np.dtype(dtype))
+    result: np.ndarray | None = None
+    for view in window.taps(xp, out):
+        result = view.copy() if result is None else np.maximum(result, view, out=result)
+    assert result is not None
+    store(y, result)
+
+
+def _maxpool_indices(x: np.ndarray, y: np.ndarray, indices: np.ndarray, order: int, *ints: int) -> None:
+    """Max and the flat index (row-major, or column-major over the spatial axes) of its element."""
+    window = Window.parse("maxpool_indices", x.ndim - 2, ints)
+    dtype = np.dtype(compute_dtype(x) if x.dtype.kind == "f" else x.dtype)
+    out = tuple(y.shape[2:])
+    spatial = x.shape[2:]
+    xp = padded(x, window, out, _fill_for(dtype), dtype)
+    best = np.full((*x.shape[:2], *out), _fill_for(dtype), dtype=dtype)
+    where = np.zeros(best.shape, dtype=np.int64)
+    strides = np.cumprod((1, *spatial[::-1]))[:-1][::-1] if not order else np.cumprod((1, *spatial))[:-1]
+    for offset, view in zip(window.offsets(), window.taps(xp, out), strict=True):
+        flat = np.zeros(out, dtype=np.int64)
+        for axis, (o, n) in enumerate(zip(offset, out, strict=True)):
+            coordinate = np.arange(n) * window.strides[axis] + o * window.dilations[axis] - window.pads_begin[axis]
+            shape = [1] * len(out)
+            shape[axis] = n
+            flat = flat + (coordinate * int(strides[axis])).reshape(shape)
+        better = view > best
+        np.copyto(best, view, where=better)
+        np.copyto(where, np.broadcast_to(flat, where.shape), where=better)
+    planes = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(*x.shape[:2], *([1] * len(out)))
+    store(y, best)
+    store(indices, where + planes * math.prod(spatial))
+
+
+def _avgpool(x: np.ndarray, y: np.ndarray, include_pad: int, *ints: int) -> None:
+    window = Window.parse("avgpool", x.ndim - 2, ints)
+    dtype = compute_dtype(x)
+    out = tuple(y.shape[2:])
+    xp = padded(x, window, out, 0.0, dtype)
+    total = np.zeros((*x.shape[:2], *out), dtype=dtype)
+    for view in window.taps(xp, out):
+        total += view
+    total /= valid_counts(window, x.shape[2:], out, bool(include_pad)).astype(dtype)
+    store(y, total)
+
+
+def _global(x: np.ndarray, y: np.ndarray, reduce: str) -> None:
+    axes = tuple(range(2, x.ndim))
+    value = as_compute(x).mean(axis=axes, keepdims=True) if reduce == "mean" else x.max(axis=axes, keepdims=True)
+    store(y, value)
+
+
+def _check_global(name: str, specs: ArgSpecs) -> None:
+    x, y = check_scalars(name, specs, 2)
+    if len(x.shape) < 3 or tuple(y.shape) != (*x.shape[:2], *([1] * (len(x.shape) - 2))):
+        raise KernelArgumentError(f"{name}: input {x.shape} -> output {y.shape} (expected N, C, 1, ...)")
+
+
+def _global_work(specs: ArgSpecs) -> Work:
+    x, y = specs[0], specs[1]
+    assert isinstance(x, TensorArg) and isinstance(y, TensorArg)
+    return Work(
+        vector_ops=math.prod(x.shape),
+        vector_rate=vector_rate(x),
+        bytes_read=tensor_nbytes(x),
+        bytes_written=tensor_nbytes(y),
+        units=max(1, math.prod(y.shape)),  # one (n, c) plane per unit
+    )
+
+
+def _checker(name: str, tensors: int, lead: int) -> Callable[[ArgSpecs], None]:
+    def check(specs: ArgSpecs) -> None:
+        _window_of(name, specs, tensors, lead)
+
+    return check
+
+
+MAXPOOL = register("maxpool", _maxpool, _work(2, 0, "maxpool"), _checker("maxpool", 2, 0), (1,))
+MAXPOOL_INDICES = register(
+    "maxpool_indices",
+    _maxpool_indices,
+    _work(3, 1, "maxpool_indices"),
+    _checker("maxpool_indices", 3, 1),
+    (1, 2),
+)
+AVGPOOL = register("avgpool", _avgpool, _work(2, 1, "avgpool"), _checker("avgpool", 2, 1), (1,))
+GLOBAL_AVGPOOL = register(
+    "global_avgpool",
+    lambda x, y: _global(x, y, "mean"),
+    _global_work,
+    lambda s: _check_global("global_avgpool", s),
+    (1,),
+)
+GLOBAL_MAXPOOL = register(
+    "global_maxpool",
+    lambda x, y: _global(x, y, "max"),
+    _global_work,
+    lambda s: _check_global("global_maxpool", s),
+    (1,),
+)

@@ -1,0 +1,105 @@
+"""Sliding windows over the spatial axes of N x C x spatial tensors (convolution and pooling).
+
+Window parameters travel as flat int scalars: per spatial axis the kernel extent, the stride,
+the dilation, then the leading pads and the trailing pads. The output extent along an axis is
+the output tensor's, so ceil_mode and auto_pad are settled by the shapes the graph engine
+inferred; the kernel pads the trailing edge as far as the last window reaches.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cannrt.abi import TensorArg
+from cannrt.kernels.registry import KernelArgumentError
+
+
+@dataclass(frozen=True)
+class Window:
+    """Window geometry over the spatial axes."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, name: str, nd: int, values: Sequence[object]) -> Window:
+        """Window from 5 x nd int scalars; KernelArgumentError for a missing or bad value."""
+        if len(values) != 5 * nd or not all(isinstance(v, int) for v in values):
+            raise KernelArgumentError(f"{name}: expected {5 * nd} int window scalars, got {list(values)}")
+        ints = [int(v) for v in values]  # type: ignore[call-overload]
+        parts = [tuple(ints[i * nd : (i + 1) * nd]) for i in range(5)]
+        window = cls(*parts)
+        if min(window.kernel + window.strides + window.dilations, default=1) < 1:
+            raise KernelArgumentError(f"{name}: kernel, strides and dilations must be >= 1, got {ints}")
+        if min(window.pads_begin + window.pads_end, default=0) < 0:
+            raise KernelArgumentError(f"{name}: pads must be >= 0, got {ints}")
+        return window
+
+    def scalars(self) -> tuple[int, ...]:
+        """The flat scalar form."""
+        return (*self.kernel, *self.strides, *self.dilations, *self.pads_begin, *self.pads_end)
+
+    def reach(self, axis: int, out: int) -> int:
+        """Padded input extent the out windows along axis read."""
+        return (out - 1) * self.strides[axis] + (self.kernel[axis] - 1) * self.dilations[axis] + 1
+
+    def check(self, name: str, x: TensorArg, y: TensorArg, ceil_slack: bool) -> None:
+        """The output spatial extents follow from the input's (floor, or ceil when allowed)."""
+        for axis, (extent, out) in enumerate(zip(x.shape[2:], y.shape[2:], strict=True)):
+            span = extent + self.pads_begin[axis] + self.pads_end[axis]
+            span -= (self.kernel[axis] - 1) * self.dilations[axis] + 1
+            floor = span // self.strides[axis] + 1
+            ceil = -(-span // self.strides[axis]) + 1
+            allowed = {floor, ceil} if ceil_slack else {floor}
+            if span < 0 or out not in allowed:
+                raise KernelArgumentError(
+                    f"{name}: spatial axis {axis}: input {extent} with {self} gives {sorted(allowed)}, output has {out}"
+                )
+
+    def offsets(self) -> Iterator[tuple[int, ...]]:
+        """Every kernel offset, row-major (the order of the weight's spatial axes)."""
+        return itertools.product(*(range(k) for k in self.kernel))
+
+    def taps(self, xp: np.ndarray, out: Sequence[int]) -> Iterator[np.ndarray]:
+        """Per kernel offset the strided view of the padded input that offset reads."""
+        for offset in self.offsets():
+            index: tuple[Any, ...] = tuple(
+                slice(o * d, o * d + (n - 1) * s + 1, s)
+                for o, d, s, n in zip(offset, self.dilations, self.strides, out, strict=True)
+            )
+            yield xp[(Ellipsis, *index)]
+
+
+def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype) -> np.ndarray:
+    """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
+    spatial = x.shape[2:]
+    ends = [max(0, window.reach(a, n) - window.pads_begin[a] - spatial[a]) for a, n in enumerate(out)]
+    if not any(window.pads_begin) and not any(ends):
+        return x.astype(dtype, copy=False)
+    shape = (*x.shape[:2], *(p + e + n for p, e, n in zip(window.pads_begin, ends, spatial, strict=True)))
+    xp = np.full(shape, fill, dtype=dtype)
+    inner: tuple[Any, ...] = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.pads_begin, spatial, strict=True)))
+    xp[inner] = x
+    return xp
+
+
+def valid_counts(window: Window, spatial: Sequence[int], out: Sequence[int], include_pad: bool) -> np.ndarray:
+    """Per output position the number of window taps inside the input (or inside the explicit pads
+    when include_pad): the divisor of average pooling."""
+    total = np.ones((), dtype=np.float64)
+    for axis, (extent, n) in enumerate(zip(spatial, out, strict=True)):
+        begin = window.pads_begin[axis]
+        low, high = (-begin, extent + window.pads_end[axis]) if include_pad else (0, extent)
+        starts = np.arange(n) * window.strides[axis] - begin
+        taps = starts[:, None] + np.arange(window.kernel[axis])[None, :] * window.dilations[axis]
+        per_axis = ((taps >= low) & (taps < high)).sum(axis=1).astype(np.float64)
+        total = np.multiply.outer(total, per_axis)
+    return total

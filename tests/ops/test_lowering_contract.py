@@ -1,0 +1,97 @@
+"""The lowering contract: lower() on Conv, Relu, Add, Gemm, MaxPool gives kernel steps whose
+results on the simulated device match onnxruntime; bad nodes raise LoweringError."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx_reference import on_device, reference
+
+from cannrt.graph.lowering import LoweringError, Node, Value, fusable_activations, lower, supported_ops
+from cannrt.runtime.core import Runtime
+
+F32 = np.dtype(np.float32)
+
+
+def _rand(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _check(op_type: str, inputs: dict[str, np.ndarray], rtol: float = 1e-4, **attrs: object) -> None:
+    expected = reference(op_type, inputs, **attrs)
+    got = on_device(op_type, inputs, expected, **attrs)
+    for e, g in zip(expected, got, strict=True):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=1e-4)
+
+
+def test_the_first_ops_are_supported() -> None:
+    assert {"Conv", "Relu", "Add", "Gemm", "MaxPool"} <= supported_ops()
+    assert "Relu" in fusable_activations("Conv") and fusable_activations("Add") == frozenset()
+
+
+@pytest.mark.parametrize(
+    "attrs, w_shape",
+    [
+        ({"pads": [1, 1, 1, 1]}, (8, 4, 3, 3)),
+        ({"strides": [2, 2], "pads": [3, 3, 3, 3]}, (8, 4, 7, 7)),
+        ({}, (16, 4, 1, 1)),
+        ({"strides": [2, 2]}, (16, 4, 1, 1)),
+        ({"group": 2, "dilations": [2, 2], "pads": [2, 1, 2, 2]}, (8, 2, 3, 3)),
+        ({"strides": [2, 2], "auto_pad": "SAME_UPPER"}, (8, 4, 3, 3)),
+        ({"strides": [2, 1], "auto_pad": "SAME_LOWER"}, (8, 4, 2, 2)),
+        ({"group": 4, "pads": [1, 0, 1, 0]}, (8, 1, 3, 3)),  # depthwise, multiplier 2
+    ],
+)
+def test_conv_matches_onnxruntime(rt: Runtime, attrs: dict[str, object], w_shape: tuple[int, ...]) -> None:
+    inputs = {"x": _rand(2, 4, 11, 10, seed=1), "w": _rand(*w_shape, seed=2), "b": _rand(w_shape[0], seed=3)}
+    _check("Conv", inputs, **attrs)
+
+
+def test_relu_add_gemm_maxpool_match_onnxruntime(rt: Runtime) -> None:
+    _check("Relu", {"x": _rand(3, 50, seed=4)})
+    _check("Add", {"a": _rand(2, 3, 4, seed=5), "b": _rand(3, 1, seed=6)})
+    _check(
+        "Gemm",
+        {"a": _rand(7, 5, seed=7), "b": _rand(6, 7, seed=8), "c": _rand(6, seed=9)},
+        transA=1,
+        transB=1,
+        alpha=0.5,
+    )
+    _check("MaxPool", {"x": _rand(1, 3, 9, 9, seed=10)}, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    _check("MaxPool", {"x": _rand(1, 3, 8, 8, seed=11)}, kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+
+
+def test_a_fused_relu_applies_inside_the_conv(rt: Runtime) -> None:
+    inputs = {"x": _rand(1, 3, 6, 6, seed=12), "w": _rand(4, 3, 3, 3, seed=13)}
+    (plain,) = reference("Conv", inputs, pads=[1, 1, 1, 1])
+    (fused,) = on_device("Conv", inputs, [plain], pads=[1, 1, 1, 1], activation=("Relu", {}))
+    np.testing.assert_allclose(fused, np.maximum(plain, 0), rtol=1e-4, atol=1e-5)
+
+
+def test_block_dim_follows_the_tiles_and_the_cores() -> None:
+    values = {
+        "x": Value("x", (1, 64, 56, 56), F32),
+        "w": Value("w", (64, 64, 1, 1), F32),
+        "y": Value("y", (1, 64, 56, 56), F32),
+        "s": Value("s", (1, 2), F32),
+        "t": Value("t", (1, 2), F32),
+    }
+    (conv,) = lower(Node("c", "Conv", ("x", "w"), ("y",)), values, {}, cores=24).steps
+    assert conv.kernel == "nn.conv" and conv.block_dim == 24  # 3136 pixels / 128 = 25 tiles
+    (relu,) = lower(Node("r", "Relu", ("s",), ("t",)), values, {}, cores=24).steps
+    assert relu.block_dim == 1 and relu.args == ("s", "t")
+
+
+def test_bad_nodes_raise_lowering_error_naming_the_node() -> None:
+    values = {
+        "x": Value("x", (1, 3, 8, 8), F32),
+        "w": Value("w", (4, 5, 3, 3), F32),
+        "y": Value("y", (1, 4, 6, 6), F32),
+    }
+    with pytest.raises(LoweringError, match=r"'bad' \(Conv\).*channels"):
+        lower(Node("bad", "Conv", ("x", "w"), ("y",)), values, {}, 24)
+    with pytest.raises(LoweringError, match=r"'u' \(NoSuchOp\)"):
+        lower(Node("u", "NoSuchOp", ("x",), ("y",)), values, {}, 24)
+    with pytest.raises(LoweringError, match="compile-time constant"):
+        lower(Node("r", "Reshape", ("x", "w"), ("y",)), values, {}, 24)
