@@ -166,7 +166,7 @@ def main() -> None:
             f"{over:.4f} {_mark(over <= GOAL_PLAN_OVER_BOUND)}",
             f"{r.max_diff:.2e}",
         )
-    Console().print(table)
+    Console(width=240).print(table)
 
 
 if __name__ == "__main__":

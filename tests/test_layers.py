@@ -93,7 +93,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
         # CANN error report of a device fault with this pure function of the abi ExceptionRecord.
         "cannrt.tools.exception_report",
     ),
-    "cannrt.api": (*HOST_STACK, "cannrt.om"),
+    "cannrt.api": (*HOST_STACK, "cannrt.om", "cannrt.graph"),  # Model.load compiles an .onnx on the fly
+    "cannrt.onnx_backend": (*HOST_STACK, "cannrt.om", "cannrt.graph", "cannrt.api"),  # onnx.backend over cannrt
     "cannrt.acl": (*HOST_STACK, "cannrt.om", "cannrt.api.dump", "cannrt.api.profile"),  # dump and profile sessions
     "cannrt.cli": (*HOST_STACK, "cannrt.om", "cannrt.api", "cannrt.acl"),
     "cannrt": (*BASE, "cannrt.kernels", "cannrt.runtime", "cannrt.memory", "cannrt.api"),  # __init__.py

@@ -8,6 +8,7 @@ outputs back. A dynamic-batch model runs the gear of the first input's batch.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -79,9 +80,22 @@ class Model:
         self.closed = False
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], device: Device | None = None) -> Model:
-        """Load an .om file."""
+    def load(cls, path: str | os.PathLike[str], device: Device | None = None, **options: Any) -> Model:
+        """Load an .om file, or compile an .onnx file first; options are atc's, as the fields of
+        cannrt.graph.CompileOptions (input_shape, precision_mode, dynamic_batch_size, ...)."""
+        if os.fspath(path).endswith(".onnx"):
+            return cls.compile(path, device, **options)
+        if options:
+            raise TypeError(f"compile options {sorted(options)} apply to .onnx models only")
         return cls(read_model(path), device)
+
+    @classmethod
+    def compile(cls, source: Any, device: Device | None = None, **options: Any) -> Model:
+        """Compile an ONNX model (path, bytes or onnx.ModelProto) as `cannrt atc` would, and load
+        it; cannrt.graph.GraphError (a ValueError naming the node) if it cannot be compiled."""
+        from cannrt.graph import CompileOptions, compile_model
+
+        return cls(compile_model(source, CompileOptions(**options)), device)
 
     def __repr__(self) -> str:
         names = ", ".join(io.name for io in self.inputs)
@@ -123,7 +137,7 @@ class Model:
         outputs = []
         for index, shape in enumerate(gear.output_shapes):
             dtype = numpy_dtype(self.outputs[index].dtype)
-            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            nbytes = math.prod(shape) * dtype.itemsize
             outputs.append((self._buffer("out", index, max(nbytes, 1))[0], nbytes))
         submit = time.perf_counter()
         self._start.record(self._stream)

@@ -12,6 +12,7 @@ both. The user's dataset buffers are patched into the task arguments (zero copy)
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -150,7 +151,7 @@ class LoadedModel:
     def _gear_size(desc: IoDesc, shapes: Sequence[tuple[int, ...]], index: int) -> int:
         if desc.name == MBATCH_INPUT or index >= len(shapes) or -1 not in desc.shape:
             return desc.size
-        return int(np.prod(shapes[index], dtype=np.int64)) * numpy_dtype(desc.dtype).itemsize
+        return math.prod(shapes[index]) * numpy_dtype(desc.dtype).itemsize
 
     def execute(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer], stream: Stream | None = None) -> None:
         """Replay the current gear (aclmdlExecute; aclmdlExecuteAsync with a stream)."""
