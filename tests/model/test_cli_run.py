@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 import numpy as np
+import onnx
 from hand_models import K, M, dense_model
 from typer.testing import CliRunner
 
@@ -51,3 +52,27 @@ def test_run_bad_input_is_one_line(rt, tmp_path: Path) -> None:
         assert result.exit_code == 1
         assert len(result.output.strip().splitlines()) == 1, result.output
         assert "Traceback" not in result.output
+
+
+def test_run_compiles_an_onnx_model_and_compares_with_onnxruntime(rt, tmp_path: Path) -> None:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])
+    nodes = [onnx.helper.make_node("Relu", ["x"], ["t"], name="relu"), onnx.helper.make_node("Add", ["t", "x"], ["y"])]
+    graph = onnx.helper.make_graph(nodes, "tiny", [x], [y])
+    path = tmp_path / "tiny.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)]), path)
+    result = runner.invoke(app, ["run", str(path), "--compare", "onnxruntime"])
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("max |cannrt - onnxruntime| of y")]
+    assert float(line.split()[-1]) < 1e-3  # default precision (fp16 matrix ops; none here)
+
+
+def test_run_names_an_unsupported_op_in_one_line(rt, tmp_path: Path) -> None:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])
+    node = onnx.helper.make_node("Det", ["x"], ["y"], name="the_det")
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [])
+    path = tmp_path / "det.onnx"
+    onnx.save(onnx.helper.make_model(onnx.helper.make_graph([node], "g", [x], [y])), path)
+    result = runner.invoke(app, ["run", str(path)])
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1 and "the_det" in result.output

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hand_models import K, M, N, copy_model, dense_model, dynamic_batch_model, reference, weights
 
+import cannrt
 from cannrt.errors import CannError
 from cannrt.om.model import KernelTask, Section, TensorRef
 from cannrt.runtime import memory_ops, model_codes
@@ -198,3 +199,13 @@ def test_a_fault_inside_a_model_names_the_node(npu) -> None:
     with pytest.raises(CannError) as info:
         model.execute(inputs, outputs)
     assert "node MatMul_0 (MatMul)" in str(info.value)
+
+
+def test_dumps_name_each_task_by_its_node(npu, tmp_path) -> None:
+    ctx = npu.ctx()
+    model = LoadedModel(ctx, dense_model())
+    inputs, outputs = _io(npu, np.ones((M, K), np.float32))
+    with cannrt.dump(tmp_path, runtime=npu.rt) as result:
+        model.execute(inputs, outputs)
+    names = sorted(p.name.split(".")[1] for p in result.files if p.suffix != ".json")
+    assert {"MatMul_0", "Add_1", "Relu_2", "Relu_3"} <= set(names), names
