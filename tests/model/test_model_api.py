@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from hand_models import K, M, dense_model, dynamic_batch_model, reference, weights
 
@@ -76,3 +77,13 @@ def test_dynamic_batch_follows_the_input(rt) -> None:
 def test_feature_map_bytes_of_the_plan(rt) -> None:
     figures = cannrt.Model(dense_model()).feature_map_bytes()
     assert (figures.planned, figures.unplanned, figures.lower_bound) == (1024, 512, 512)
+
+
+def test_a_scalar_input_keeps_its_shape(rt) -> None:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3])
+    s = onnx.helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3])
+    graph = onnx.helper.make_graph([onnx.helper.make_node("Mul", ["x", "s"], ["y"])], "g", [x, s], [y])
+    model = cannrt.Model.compile(onnx.helper.make_model(graph), precision_mode="force_fp32")
+    (out,) = model(np.arange(3, dtype=np.float32), np.float32(2.5))
+    np.testing.assert_allclose(out, np.arange(3) * 2.5)

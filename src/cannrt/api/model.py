@@ -177,7 +177,7 @@ class Model:
             array = np.asarray(value)
             if not np.can_cast(array.dtype, dtype, "same_kind"):
                 raise CannError(MODEL_INPUT_NOT_MATCH, f"input {io.name!r} is {dtype}, got {array.dtype}")
-            array = np.ascontiguousarray(array, dtype=dtype)
+            array = np.asarray(array, dtype=dtype, order="C")  # keeps a 0-d shape, unlike ascontiguousarray
             fits = len(array.shape) == len(io.shape) and all(
                 d in (-1, a) for d, a in zip(io.shape, array.shape, strict=False)
             )
