@@ -7,23 +7,22 @@ an execute (the task replay, before waiting) as a share of the wall time (goal <
 modelled device time; feature-map bytes planned against the unplanned sum and the lower bound
 (goal: planned within 1 % of the bound); the largest difference to onnxruntime.
 
-The shipped weights are ConstantOfShape fills of 0.02; they are replaced by seeded random
-initialisers (He-scaled convolution and Gemm weights, positive variances) so outputs are not
-degenerate. Run: python3 benchmarks/model.py [--runs N] [--models resnet50,squeezenet,densenet121]
+The shipped weights are ConstantOfShape fills of 0.02; tests/graph/light_models.py (the shared
+fixture) replaces them by seeded random initialisers chosen by role, so outputs are not degenerate.
+Run: python3 benchmarks/model.py [--runs N] [--models resnet50,squeezenet,densenet121]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime
-from onnx import numpy_helper
 from rich.console import Console
 from rich.table import Table
 
@@ -31,58 +30,14 @@ import cannrt
 from cannrt.api.model import Model
 from cannrt.graph import CompileOptions, compile_model
 
-LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "graph"))
+import light_models
+
 MODELS = ("resnet50", "squeezenet", "densenet121")
 GOAL_RATIO, MOONSHOT_RATIO = 2.0, 1.2
 GOAL_HOST_SHARE = 0.05
 GOAL_PLAN_OVER_BOUND = 1.01
 GOAL_COMPILE_S = {"resnet50": 10.0}
-SEED = 0
-
-
-def with_random_weights(model: onnx.ModelProto, seed: int = SEED) -> onnx.ModelProto:
-    """The model with every constant fill (a ConstantOfShape of a constant shape, or a float
-    initialiser holding one value) replaced by a seeded random initialiser."""
-    rng = np.random.default_rng(seed)
-    arrays = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    kept, weights = [], {}
-    for node in model.graph.node:
-        if node.op_type == "ConstantOfShape" and node.input[0] in arrays:
-            shape = tuple(int(d) for d in arrays[node.input[0]])
-            weights[node.output[0]] = _weight(node.output[0], shape, rng)
-        else:
-            kept.append(node)
-    used = {name for node in kept for name in node.input}
-    for name, array in arrays.items():
-        if name in used:
-            filled = array.dtype == np.float32 and array.size > 1 and bool(np.all(array == array.flat[0]))
-            weights[name] = _weight(name, array.shape, rng) if filled else array
-    result = onnx.ModelProto()
-    result.CopyFrom(model)
-    del result.graph.node[:]
-    result.graph.node.extend(kept)
-    del result.graph.initializer[:]
-    result.graph.initializer.extend(numpy_helper.from_array(a, n) for n, a in weights.items())
-    inputs = [i for i in model.graph.input if i.name in weights or i.name not in arrays]
-    listed = {i.name for i in inputs}
-    inputs += [  # IR version 3: every initialiser is also a graph input
-        onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
-        for n, a in weights.items()
-        if n not in listed
-    ]
-    del result.graph.input[:]
-    result.graph.input.extend(inputs)
-    return result
-
-
-def _weight(name: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """He-scaled weights for 2-D and 4-D tensors; variances in [0.5, 1.5]; other vectors small."""
-    if len(shape) >= 2:
-        fan_in = int(np.prod(shape[1:])) or 1
-        return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
-    if any(key in name for key in ("riv", "var", "_s_", "scale")):
-        return rng.uniform(0.5, 1.5, shape).astype(np.float32)
-    return (rng.standard_normal(shape) * 0.1).astype(np.float32)
 
 
 @dataclass
@@ -100,20 +55,18 @@ class Row:
 
 
 def measure(name: str, runs: int, precision: str) -> Row:
-    model = with_random_weights(onnx.load(os.path.join(LIGHT, f"light_{name}.onnx")))
+    model = light_models.load(name)
     started = time.perf_counter()
     offline = compile_model(model, CompileOptions(precision_mode=precision))
     compile_s = time.perf_counter() - started
     runner = Model(offline)
-    io = runner.inputs[0]
-    x = np.random.default_rng(SEED).standard_normal(io.shape).astype(np.float32)
+    feeds = light_models.input_for(model)
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {session.get_inputs()[0].name: x}
     reference = session.run(None, feeds)[0]
-    (ours,) = runner(x)[:1]
+    ours = runner(**feeds)[0]
     cannrt_s, ort_s, host_s = [], [], []
     for _ in range(runs):  # interleaved: both see the same machine load
-        runner(x)
+        runner(**feeds)
         cannrt_s.append(runner.stats.wall_s)
         host_s.append(runner.stats.submit_s)
         began = time.perf_counter()
