@@ -118,7 +118,9 @@ def _calibrate(model: onnx.ModelProto, inits: dict[str, np.ndarray]) -> None:
 
 
 @functools.cache
-def _load_bytes(name: str, seed: int, gain: float) -> bytes:
+def load(name: str, seed: int = 0, gain: float = 1.0) -> onnx.ModelProto:
+    """The light model `name` with its ConstantOfShape fills replaced by seeded random weights (one
+    object per process and arguments, shared: copy it before changing it)."""
     model = onnx.load(path(name))
     graph = model.graph
     rng = np.random.default_rng(seed)
@@ -144,12 +146,7 @@ def _load_bytes(name: str, seed: int, gain: float) -> bytes:
     del graph.node[:]
     graph.node.extend(kept)
     _calibrate(model, inits)
-    return model.SerializeToString()
-
-
-def load(name: str, seed: int = 0, gain: float = 1.0) -> onnx.ModelProto:
-    """The light model `name` with its ConstantOfShape fills replaced by seeded random weights."""
-    return onnx.load_model_from_string(_load_bytes(name, seed, gain))
+    return model
 
 
 def input_for(model: onnx.ModelProto, seed: int = 1, batch: int | None = None) -> dict[str, np.ndarray]:

@@ -26,7 +26,7 @@ def run_nodes(
     stream = device.stream()
     arrays: dict[str, cannrt.DeviceArray] = {}
     for name, data in inputs.items():
-        arrays[name] = device.array(np.ascontiguousarray(data), stream=stream)
+        arrays[name] = device.array(np.array(data, order="C"), stream=stream)
     for plan in lowered:
         for value in plan.scratch:
             arrays[value.name] = device.empty(value.shape, value.dtype)

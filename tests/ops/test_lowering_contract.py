@@ -27,7 +27,7 @@ def _check(op_type: str, inputs: dict[str, np.ndarray], rtol: float = 1e-4, **at
 
 def test_the_first_ops_are_supported() -> None:
     assert {"Conv", "Relu", "Add", "Gemm", "MaxPool"} <= supported_ops()
-    assert "Relu" in fusable_activations("Conv") and fusable_activations("Add") == frozenset()
+    assert "Relu" in fusable_activations("Conv") and fusable_activations("Concat") == frozenset()
 
 
 @pytest.mark.parametrize(
@@ -95,3 +95,38 @@ def test_bad_nodes_raise_lowering_error_naming_the_node() -> None:
         lower(Node("u", "NoSuchOp", ("x",), ("y",)), values, {}, 24)
     with pytest.raises(LoweringError, match="compile-time constant"):
         lower(Node("r", "Reshape", ("x", "w"), ("y",)), values, {}, 24)
+
+
+@pytest.mark.parametrize(
+    "op_type, inputs",
+    [
+        ("Add", {"a": _rand(2, 8, 5, 5, seed=14), "b": _rand(2, 8, 5, 5, seed=15)}),
+        (
+            "BatchNormalization",
+            {
+                "x": _rand(2, 8, 5, 5, seed=16),
+                "s": _rand(8, seed=17),
+                "b": _rand(8, seed=18),
+                "m": _rand(8, seed=19),
+                "v": np.abs(_rand(8, seed=20)) + 0.5,
+            },
+        ),
+    ],
+)
+def test_add_and_batchnorm_fuse_a_following_activation(
+    rt: Runtime, op_type: str, inputs: dict[str, np.ndarray]
+) -> None:
+    assert {"Relu", "LeakyRelu"} <= fusable_activations(op_type)
+    (plain,) = reference(op_type, inputs)
+    (relu,) = on_device(op_type, inputs, [plain], activation=("Relu", {}))
+    np.testing.assert_allclose(relu, np.maximum(plain, 0), rtol=1e-5, atol=1e-6)
+    (leaky,) = on_device(op_type, inputs, [plain], activation=("LeakyRelu", {"alpha": 0.1}))
+    np.testing.assert_allclose(leaky, np.where(plain < 0, 0.1 * plain, plain), rtol=1e-5, atol=1e-6)
+
+
+def test_an_activation_attached_to_an_integer_add_runs_as_a_second_launch(rt: Runtime) -> None:
+    a = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
+    b = np.full((4,), 2, dtype=np.int32)
+    (plain,) = reference("Add", {"a": a, "b": b})
+    (got,) = on_device("Add", {"a": a, "b": b}, [plain], activation=("Relu", {}))
+    assert got.dtype == np.int32 and np.array_equal(got, np.maximum(a + b, 0))

@@ -9,10 +9,12 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the 
 
 def _register_commands() -> None:
     """Attach the commands that register themselves (exec, plan)."""
+    from cannrt.cli.atc import register as register_atc
     from cannrt.cli.exec import register as register_exec
     from cannrt.cli.plan import register as register_plan
     from cannrt.cli.run import register as register_run
 
+    register_atc(app)
     register_exec(app)
     register_plan(app)
     register_run(app)

@@ -7,6 +7,7 @@ after the passes and precision, for tests and tools that want the rewritten grap
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -33,6 +34,7 @@ FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NCDHW": 30}  # ACL_FORMAT_* codes
 ONNX_FORMATS = ("NCHW", "ND", "NCDHW")  # what atc takes for --framework=5
 MBATCH_INPUT = "ascend_mbatch_shape_data"
 ALIASABLE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+LOG = logging.getLogger("cannrt.graph")
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,21 @@ def compile_gear(
         feature_map_lower_bound=fm.bound,
     )
     seconds = time.perf_counter() - start
+    LOG.info(
+        "gear %d: %d nodes -> %d tasks on %d streams, %d events; feature maps %d bytes (bound %d, unplanned %d),"
+        " work %d bytes; passes %s; %.2f s",
+        batch,
+        len(graph.nodes),
+        len(task_list.tasks),
+        sched.num_streams,
+        task_list.num_events,
+        fm.peak,
+        fm.bound,
+        fm.unplanned,
+        fm.work_size,
+        graph.stats,
+        seconds,
+    )
     return CompiledGear(
         graph, gear, task_list.num_events, sched.num_streams, tuple(nodes), tuple(streams), alias, seconds
     )

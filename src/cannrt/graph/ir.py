@@ -41,6 +41,20 @@ class Graph:
                     readers.setdefault(name, []).append(i)
         return readers
 
+    def readers_of(self, name: str) -> list[Node]:
+        """The nodes reading name (one pass, no table: for passes that rewrite as they go)."""
+        return [node for node in self.nodes if name in node.inputs]
+
+    def producer_of(self, name: str) -> Node | None:
+        return next((node for node in self.nodes if name in node.outputs), None)
+
+    def index(self, node: Node) -> int:
+        """Where node is (by identity: equal nodes compare their attributes)."""
+        return next(i for i, other in enumerate(self.nodes) if other is node)
+
+    def remove(self, node: Node) -> None:
+        del self.nodes[self.index(node)]
+
     def rename(self, old: str, new: str) -> None:
         """Every reader of `old` (nodes and graph outputs) reads `new` instead."""
         for i, node in enumerate(self.nodes):

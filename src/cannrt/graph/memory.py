@@ -64,10 +64,10 @@ class WeightSection:
 
     def data(self) -> bytes:
         """The section's bytes (zero padding between weights)."""
-        out = bytearray(self.size if self._chunks else 0)
+        out = np.zeros(self.size if self._chunks else 0, np.uint8)
         for offset, array in self._chunks:
-            out[offset : offset + array.nbytes] = array.tobytes()
-        return bytes(out)
+            out[offset : offset + array.nbytes] = array.reshape(-1).view(np.uint8)
+        return out.tobytes()
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ Dims = tuple[int | str | None, ...] | None
 
 def load_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onnx.ModelProto:
     """The ModelProto of a path, bytes or proto; ModelFileError for a missing, foreign or invalid file."""
+    data: bytes | onnx.ModelProto
     if isinstance(source, onnx.ModelProto):
-        model = source
+        model = data = source
         where = "the model"
     else:
         where = str(source) if not isinstance(source, bytes) else "the model bytes"
@@ -48,7 +49,7 @@ def load_model(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> onnx
     if not model.graph.node and not model.graph.output:
         raise ModelFileError(f"{where}: not an ONNX model (no graph)")
     try:
-        onnx.checker.check_model(model)
+        onnx.checker.check_model(data)  # bytes go to the checker as they are (a proto is serialised)
     except (onnx.checker.ValidationError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ModelFileError(f"{where}: not a valid ONNX model: {first}") from None

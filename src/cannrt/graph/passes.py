@@ -23,21 +23,20 @@ def remove_identities(graph: Graph) -> int:
     IdentityRemovePass / DropOutPass). Kept (lowered as a copy) only where an output would
     otherwise be a graph input or another output."""
     removed = 0
-    for node in list(graph.nodes):
-        if node.op_type not in PASSTHROUGH or not node.inputs or not _is_passthrough(graph, node):
+    for name in [n.name for n in graph.nodes if n.op_type in PASSTHROUGH]:
+        node = next(n for n in graph.nodes if n.name == name)  # renames replace the node objects
+        if not node.inputs or not _is_passthrough(graph, node):
             continue
         source, target = node.inputs[0], node.outputs[0]
         if target not in graph.outputs:
-            graph.nodes.remove(node)
+            graph.remove(node)
             graph.rename(target, source)
-        elif source in graph.producers() and source not in graph.outputs:
+        elif (producer := graph.producer_of(source)) is not None and source not in graph.outputs:
             # the producer writes the graph output directly; its other readers follow the new name
-            graph.nodes.remove(node)
+            graph.remove(node)
             graph.rename(source, target)
-            index = graph.producers()[source]
-            producer = graph.nodes[index]
             outputs = tuple(target if o == source else o for o in producer.outputs)
-            graph.nodes[index] = replace(producer, outputs=outputs)
+            graph.nodes[graph.index(producer)] = replace(producer, outputs=outputs)
         else:
             continue
         removed += 1
@@ -48,10 +47,8 @@ def remove_identities(graph: Graph) -> int:
 def _is_passthrough(graph: Graph, node: Node) -> bool:
     if node.op_type == "Identity":
         return True
-    readers = graph.consumers()
-    mask_used = (
-        len(node.outputs) > 1 and node.outputs[1] and (node.outputs[1] in readers or node.outputs[1] in graph.outputs)
-    )
+    mask = node.outputs[1] if len(node.outputs) > 1 else ""
+    mask_used = bool(mask) and (bool(graph.readers_of(mask)) or mask in graph.outputs)
     training = len(node.inputs) > 2 and node.inputs[2]
     if training:
         flag = graph.constants.get(node.inputs[2])
@@ -62,10 +59,10 @@ def _is_passthrough(graph: Graph, node: Node) -> bool:
 
 def _single_reader(graph: Graph, name: str) -> Node | None:
     """The one node reading name, if exactly one does and name is not a graph output."""
-    readers = graph.consumers().get(name, [])
+    readers = graph.readers_of(name)
     if len(readers) != 1 or name in graph.outputs:
         return None
-    return graph.nodes[readers[0]]
+    return readers[0]
 
 
 def _conv_params(graph: Graph, conv: Node) -> tuple[np.ndarray, np.ndarray] | None:
@@ -92,7 +89,7 @@ def _set_conv(graph: Graph, conv: Node, weight: np.ndarray, bias: np.ndarray, ou
     for name, array in ((w_name, weight), (b_name, bias)):
         graph.constants[name] = array
         graph.values[name] = constant_value(name, array)
-    index = graph.nodes.index(conv)
+    index = graph.index(conv)
     graph.nodes[index] = replace(conv, inputs=(conv.inputs[0], w_name, b_name), outputs=(output,))
 
 
@@ -117,7 +114,7 @@ def fold_batchnorm(graph: Graph) -> int:
         scale = gamma / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
         new_w = (weight.astype(np.float64) * scale.reshape(-1, *[1] * (weight.ndim - 1))).astype(weight.dtype)
         new_b = ((bias.astype(np.float64) - mean) * scale + beta).astype(weight.dtype)
-        graph.nodes.remove(bn)
+        graph.remove(bn)
         _set_conv(graph, conv, new_w, new_b, bn.outputs[0], "bn")
         folded += 1
     graph.prune()
@@ -182,12 +179,16 @@ def _fold_into(graph: Graph, producer: Node, node: Node, vector: np.ndarray) -> 
         if mul:
             w = w * vector.reshape(-1, *[1] * (weight.ndim - 1))
         b = bias.astype(np.float64) * vector if mul else bias.astype(np.float64) + vector
-        graph.nodes.remove(node)
+        graph.remove(node)
         _set_conv(
             graph, producer, w.astype(weight.dtype), b.astype(weight.dtype), node.outputs[0], node.op_type.lower()
         )
         return True
-    if producer.op_type == "BatchNormalization" and not any(o for o in producer.outputs[1:]):
+    if (
+        producer.op_type == "BatchNormalization"
+        and not any(producer.outputs[1:])
+        and "activation" not in producer.attrs
+    ):
         names = producer.inputs[1:3]
         if any(name not in graph.constants for name in names) or producer.attrs.get("spatial", 1) != 1:
             return False
@@ -203,8 +204,8 @@ def _fold_into(graph: Graph, producer: Node, node: Node, vector: np.ndarray) -> 
             graph.constants[name] = array
             graph.values[name] = constant_value(name, array)
         inputs = (producer.inputs[0], g_name, b_name, *producer.inputs[3:])
-        graph.nodes.remove(node)
-        index = graph.nodes.index(producer)
+        graph.remove(node)
+        index = graph.index(producer)
         graph.nodes[index] = replace(producer, inputs=inputs, outputs=(node.outputs[0], *producer.outputs[1:]))
         return True
     return False
@@ -224,8 +225,8 @@ def fuse_activations(graph: Graph) -> int:
         attrs = _activation_attrs(graph, act)
         if attrs is None:
             continue
-        graph.nodes.remove(act)
-        index = graph.nodes.index(node)
+        graph.remove(act)
+        index = graph.index(node)
         graph.nodes[index] = replace(
             node, outputs=(act.outputs[0],), attrs={**node.attrs, "activation": (act.op_type, attrs)}
         )
@@ -249,8 +250,7 @@ def _activation_attrs(graph: Graph, act: Node) -> dict[str, Any] | None:
 
 
 def _producer(graph: Graph, name: str) -> Node | None:
-    index = graph.producers().get(name)
-    return None if index is None else graph.nodes[index]
+    return graph.producer_of(name)
 
 
 def run_passes(graph: Graph) -> dict[str, int]:

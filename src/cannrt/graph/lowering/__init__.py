@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cannrt.graph.lowering import cube, elementwise, movement, normalize  # noqa: F401  (register the rules)
+from cannrt.graph.lowering import cube, elementwise, movement, normalize, resize  # noqa: F401  (register the rules)
 from cannrt.graph.lowering.context import FUSABLE, RULES, Lowering
 from cannrt.graph.lowering.types import KernelStep, Lowered, LoweringError, Node, Value
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from cannrt.graph.lowering.context import Lowering, rule
+from cannrt.graph.lowering.context import FUSABLE, Lowering, rule
+from cannrt.graph.lowering.cube import ACTIVATIONS, activation
 
 UNARY = {
     "Relu": "relu",
@@ -79,9 +80,30 @@ def clip(low: Lowering) -> None:
     low.emit("clip", [low.input(0), low.output()], [lo, hi])
 
 
+FUSABLE["Add"] = ACTIVATIONS
+
+
 @rule(*BINARY)
 def binary(low: Lowering) -> None:
-    low.emit(BINARY[low.node.op_type], [low.input(0), low.input(1), low.output()])
+    tensors = [low.input(0), low.input(1), low.output()]
+    fused = low.attr("activation")
+    if fused is None:
+        low.emit(BINARY[low.node.op_type], tensors)
+    elif low.node.op_type == "Add" and tensors[2].dtype.kind == "f":
+        low.emit("add_act", tensors, list(activation(low)))
+    else:  # an integer Add (or another op) with an activation attached: two launches, in place
+        low.emit(BINARY[low.node.op_type], tensors)
+        op_type, attrs = fused
+        kernel, params = UNARY.get(op_type), UNARY_PARAMS.get(op_type)
+        if kernel is not None:
+            low.emit(kernel, [tensors[2], tensors[2]])
+        elif params is not None:
+            low.emit(params[0], [tensors[2], tensors[2]], [float(dict(attrs).get(n, d)) for n, d in params[1]])
+        elif op_type == "Clip":
+            bounds = [float(dict(attrs).get("min", -math.inf)), float(dict(attrs).get("max", math.inf))]
+            low.emit("clip", [tensors[2], tensors[2]], bounds)
+        else:
+            raise low.fail(f"activation {op_type} cannot follow {low.node.op_type}")
 
 
 @rule("Mod")

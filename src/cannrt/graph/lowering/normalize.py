@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cannrt.graph.lowering.context import Lowering, normalize_axis, rule
+from cannrt.graph.lowering.context import FUSABLE, Lowering, normalize_axis, rule
+from cannrt.graph.lowering.cube import ACTIVATIONS, activation
 from cannrt.kernels.nn.normalize import HARDMAX, LOG_SOFTMAX, REDUCE_KINDS, SOFTMAX
 
 REDUCE_OPS = {
@@ -20,12 +21,18 @@ REDUCE_OPS = {
 AXES_INPUT_SINCE = {"ReduceSum": 13}  # the others take axes as an input from opset 18
 
 
+FUSABLE["BatchNormalization"] = ACTIVATIONS
+
+
 @rule("BatchNormalization")
 def batchnorm(low: Lowering) -> None:
     if int(low.attr("training_mode", 0)) or len([o for o in low.node.outputs if o]) > 1:
         raise low.fail("training mode (running statistics outputs) is not supported for inference")
     tensors = [low.input(i) for i in range(5)]
-    low.emit("batchnorm", [*tensors, low.output()], [float(low.attr("epsilon", 1e-5))])
+    scalars: list[int | float] = [float(low.attr("epsilon", 1e-5))]
+    if low.attr("activation") is not None:
+        scalars.extend(activation(low))
+    low.emit("batchnorm", [*tensors, low.output()], scalars)
 
 
 @rule("InstanceNormalization")

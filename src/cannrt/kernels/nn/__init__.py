@@ -4,7 +4,7 @@ nodes onto them."""
 
 from __future__ import annotations
 
-from cannrt.kernels.nn import conv, elementwise, linalg, movement, normalize, pool  # noqa: F401  (registers them)
+from cannrt.kernels.nn import conv, elementwise, linalg, movement, normalize, pool, resize  # noqa: F401  (registers them)
 from cannrt.kernels.nn.common import PREFIX
 
 __all__ = ["PREFIX"]

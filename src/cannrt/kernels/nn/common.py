@@ -69,9 +69,25 @@ def vector_work(tensor_count: int, ops_per_element: float, outputs: int = 1) -> 
     return work
 
 
-def cube_units(rows: int, cols: int) -> int:
-    """Output tiles of a rows x cols matrix product the cube tiling hands to blocks."""
-    return max(1, -(-rows // TILE_M)) * max(1, -(-cols // TILE_N))
+CUBE_FRACTAL = 16  # the cube's m / n granule
+TARGET_TILES = 32  # the tiling shrinks its tiles until a product has this many (a 910B has 20-24 cores)
+
+
+def cube_tiles(rows: int, cols: int) -> tuple[int, int]:
+    """Output tile (rows x cols) the cube tiling hands to a block: TILE_M x TILE_N, halved (the
+    larger side first, down to the 16 x 16 fractal) while the product has fewer than
+    TARGET_TILES tiles, so that small products still spread over the cores."""
+    tile_m, tile_n = TILE_M, TILE_N
+    while -(-rows // tile_m) * -(-cols // tile_n) < TARGET_TILES:
+        if tile_n >= tile_m and tile_n > CUBE_FRACTAL and cols > tile_n // 2:
+            tile_n //= 2
+        elif tile_m > CUBE_FRACTAL and rows > tile_m // 2:
+            tile_m //= 2
+        elif tile_n > CUBE_FRACTAL and cols > tile_n // 2:
+            tile_n //= 2
+        else:
+            break
+    return tile_m, tile_n
 
 
 def check_scalars(name: str, specs: ArgSpecs, tensors: int, ints: int = 0, floats: int = 0) -> list[TensorArg]:

@@ -17,13 +17,14 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.builtins import TILE_M, TILE_N
+from cannrt.kernels.nn.blas import kernel_blas
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
     check_float,
     compute_dtype,
     cube_rate,
+    cube_tiles,
     register,
     store,
 )
@@ -82,8 +83,9 @@ def _work(specs: ArgSpecs, bias: bool) -> Work:
     pixels = n * math.prod(y.shape[2:])
     depth = w.shape[1] * math.prod(window.kernel)
     item = numpy_dtype(x.dtype).itemsize
-    row_tiles = max(1, -(-pixels // TILE_M))
-    col_tiles = max(1, -(-(m // group) // TILE_N))
+    tile_m, tile_n = cube_tiles(pixels, m // group)
+    row_tiles = max(1, -(-pixels // tile_m))
+    col_tiles = max(1, -(-(m // group) // tile_n))
     im2col = pixels * depth * group * item
     unique = sum(tensor_nbytes(t) for t in tensors[:-1])
     panels = col_tiles * im2col + row_tiles * tensor_nbytes(w)
@@ -110,15 +112,17 @@ def im2col(x: np.ndarray, window: Window, out: tuple[int, ...], dtype: np.dtype)
         )
         view = x[index]
         return np.asarray(view.astype(dtype, copy=False).reshape(*x.shape[:2], 1, *out))
-    xp = padded(x, window, out, 0.0, dtype)
-    cols = np.empty((*x.shape[:2], math.prod(window.kernel), *out), dtype=dtype)
-    for tap, view in enumerate(window.taps(xp, out)):
-        cols[:, :, tap] = view
-    return cols
+    xp = padded(x, window, out, 0.0, x.dtype)
+    cols = np.empty((*x.shape[:2], *window.kernel, *out), dtype=dtype)
+    np.copyto(cols, window.unfold(xp, out), casting="unsafe")
+    return cols.reshape(*x.shape[:2], math.prod(window.kernel), *out)
 
 
-def convolve(x: np.ndarray, w: np.ndarray, group: int, window: Window, out: tuple[int, ...]) -> np.ndarray:
-    """(N, M, *out) convolution in the compute dtype."""
+def convolve(
+    x: np.ndarray, w: np.ndarray, group: int, window: Window, out: tuple[int, ...], into: np.ndarray | None = None
+) -> np.ndarray:
+    """(N, M, *out) convolution in the compute dtype; the product lands in `into` when given (a
+    C-contiguous array of the compute dtype, such as the output itself)."""
     dtype = compute_dtype(x)
     n, c = x.shape[:2]
     m = w.shape[0]
@@ -129,6 +133,9 @@ def convolve(x: np.ndarray, w: np.ndarray, group: int, window: Window, out: tupl
     if cg == 1 and group > 1 and taps <= DEPTHWISE_MAX_TAPS:
         return _depthwise(x, weights, group, window, out, dtype)
     cols = im2col(x, window, out, dtype).reshape(n, group, cg * taps, pixels)
+    if into is not None:
+        np.matmul(weights.reshape(group, mg, cg * taps), cols, out=into.reshape(n, group, mg, pixels))
+        return into
     product = np.matmul(weights.reshape(group, mg, cg * taps), cols)
     return np.asarray(product).reshape(n, m, *out)
 
@@ -148,7 +155,7 @@ def _depthwise(
     return result.reshape(n, group * mg, *out)
 
 
-def _conv(*args: object, bias: bool) -> None:
+def _conv_body(*args: object, bias: bool) -> None:
     count = 4 if bias else 3
     x, w = args[0], args[1]
     y = args[count - 1]
@@ -157,12 +164,20 @@ def _conv(*args: object, bias: bool) -> None:
     nd = x.ndim - 2
     window = Window.parse("conv", nd, args[count + 2 : count + 2 + 5 * nd])
     alpha, beta = (float(v) for v in args[count + 2 + 5 * nd :])  # type: ignore[arg-type]
-    result = convolve(x, w, group, window, tuple(y.shape[2:]))
+    direct = y.dtype == compute_dtype(x) and y.flags.c_contiguous
+    result = convolve(x, w, group, window, tuple(y.shape[2:]), into=y if direct else None)
     if bias:
         b = args[2]
         assert isinstance(b, np.ndarray)
         result += b.astype(result.dtype, copy=False).reshape(-1, *([1] * nd))
-    store(y, activate(result, act, alpha, beta))
+    activate(result, act, alpha, beta)
+    if result is not y:
+        store(y, result)
+
+
+def _conv(*args: object, bias: bool) -> None:
+    with kernel_blas():
+        _conv_body(*args, bias=bias)
 
 
 CONV = register(

@@ -13,9 +13,13 @@ from collections.abc import Callable
 import numpy as np
 
 from cannrt.kernels.nn.common import (
+    ACTIVATION_VECTOR_OPS,
+    activate,
     as_compute,
     check_broadcast,
+    check_float,
     check_scalars,
+    compute_dtype,
     register,
     sigmoid,
     store,
@@ -83,9 +87,35 @@ UNARY: dict[str, tuple[Unary, int, float]] = {  # name -> (function, float param
 INTEGER_SAFE = {"relu", "neg", "abs", "sign", "clip"}  # integer tensors compute in their own dtype
 
 
+# Unary ops that are one numpy ufunc: computed straight into the output when its dtype is the
+# input's and the compute dtype (no temporary, no second pass).
+DIRECT_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {
+    "relu": lambda x, y: np.maximum(x, x.dtype.type(0), out=y),
+    "tanh": lambda x, y: np.tanh(x, out=y),
+    "exp": lambda x, y: np.exp(x, out=y),
+    "log": lambda x, y: np.log(x, out=y),
+    "sqrt": lambda x, y: np.sqrt(x, out=y),
+    "neg": lambda x, y: np.negative(x, out=y),
+    "abs": lambda x, y: np.abs(x, out=y),
+    "sin": lambda x, y: np.sin(x, out=y),
+    "cos": lambda x, y: np.cos(x, out=y),
+    "sigmoid": lambda x, y: sigmoid(x, y),
+}
+# Binary ops whose single rounding makes numpy's same-dtype ufunc exact for every dtype it takes
+# (fp16 through fp32 and back rounds once, as the vector unit does).
+DIRECT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+DIRECT_FLOAT_BINARY = {"div": np.divide}
+COMPUTE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
+    direct = DIRECT_UNARY.get(name)
+
     def compute(x: np.ndarray, y: np.ndarray, *params: float) -> None:
         with np.errstate(all="ignore"):
+            if direct is not None and x.dtype == y.dtype and (x.dtype in COMPUTE_DTYPES or name == "relu"):
+                direct(x, y)
+                return
             if x.dtype.kind in "iub":
                 if name not in INTEGER_SAFE:
                     raise KernelArgumentError(f"{name}: integer input {x.dtype}")
@@ -160,8 +190,18 @@ def _operand(v: np.ndarray) -> np.ndarray:
 
 
 def _binary(name: str, function: Callable[..., np.ndarray], ints: int, ops: float) -> Kernel:
+    direct = DIRECT_BINARY.get(name)
+    direct_float = DIRECT_FLOAT_BINARY.get(name)
+
     def compute(a: np.ndarray, b: np.ndarray, y: np.ndarray, *params: int) -> None:
         with np.errstate(all="ignore"):
+            same = a.dtype == b.dtype == y.dtype
+            if direct is not None and same and a.dtype != np.bool_:
+                direct(a, b, out=y)
+                return
+            if direct_float is not None and same and a.dtype.kind == "f":
+                direct_float(a, b, out=y)
+                return
             if name in KEEP_DTYPE:
                 value = function(_operand(a) if name != "pow" else a, b, *params)
             else:
@@ -190,7 +230,24 @@ def _check_not(specs: ArgSpecs) -> None:
         raise KernelArgumentError(f"not: input {x.shape} and output {y.shape} differ")
 
 
+def _add_act(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
+    """Add with a fused activation (the residual Add + Relu of a ResNet block, in one pass)."""
+    dtype = compute_dtype(a)
+    target = y if y.dtype == dtype == a.dtype == b.dtype else np.empty(y.shape, dtype)
+    np.add(a, b, out=target, casting="unsafe")
+    activate(target, act, alpha, beta)
+    if target is not y:
+        store(y, target)
+
+
+def _check_add_act(specs: ArgSpecs) -> None:
+    a, b, y = check_scalars("add_act", specs, 3, ints=1, floats=2)
+    check_broadcast("add_act", [a, b], y)
+    check_float("add_act", y)
+
+
 KERNELS = {name: _unary(name, *entry) for name, entry in UNARY.items()}
 KERNELS.update({name: _binary(name, *entry) for name, entry in BINARY.items()})
 KERNELS["not"] = register("not", lambda x, y: store(y, np.logical_not(x)), vector_work(2, 1.0), _check_not, (1,))
+KERNELS["add_act"] = register("add_act", _add_act, vector_work(3, 1.0 + ACTIVATION_VECTOR_OPS), _check_add_act, (2,))
 KERNELS["where"] = register("where", _where, vector_work(4, 1.0), _check_where, (3,))

@@ -14,7 +14,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.builtins import TILE_M, TILE_N
+from cannrt.kernels.nn.blas import kernel_blas
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -22,6 +22,7 @@ from cannrt.kernels.nn.common import (
     check_scalars,
     compute_dtype,
     cube_rate,
+    cube_tiles,
     register,
     store,
 )
@@ -31,10 +32,11 @@ from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 def product_work(a: TensorArg, b: TensorArg, y: TensorArg, m: int, k: int, n: int, extra: float) -> Work:
     """Work of batch x (m x k) @ (k x n): output tiles to blocks, each streams a K-panel of a and b."""
     batch = max(1, math.prod(y.shape) // max(1, m * n))
-    row_tiles = max(1, -(-m // TILE_M))
-    col_tiles = max(1, -(-n // TILE_N))
+    tile_m, tile_n = cube_tiles(m * batch, n)
+    row_tiles = max(1, -(-m // tile_m))
+    col_tiles = max(1, -(-n // tile_n))
     item = numpy_dtype(a.dtype).itemsize
-    panels = batch * row_tiles * col_tiles * (TILE_M + TILE_N) * k * item
+    panels = batch * row_tiles * col_tiles * (tile_m + tile_n) * k * item
     unique = tensor_nbytes(a) + tensor_nbytes(b)
     return Work(
         cube_flops=2.0 * batch * m * n * k,
@@ -73,7 +75,7 @@ def _gemm_work(specs: ArgSpecs, bias: bool) -> Work:
     return product_work(a, b, y, m, k, n, extra)
 
 
-def _gemm(*args: object, bias: bool) -> None:
+def _gemm_body(*args: object, bias: bool) -> None:
     count = 4 if bias else 3
     a, b, y = args[0], args[1], args[count - 1]
     assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and isinstance(y, np.ndarray)
@@ -119,13 +121,23 @@ def _matmul_work(specs: ArgSpecs) -> Work:
     return product_work(a, b, y, m, k, n, ACTIVATION_VECTOR_OPS if specs[3] else 0.0)
 
 
-def _matmul(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
+def _matmul_body(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
     if a.dtype.kind in "iub":  # integer products accumulate in int64 and wrap like the output
         np.copyto(y, np.matmul(a.astype(np.int64), b.astype(np.int64)), casting="unsafe")
         return
     dtype = compute_dtype(a)
     result = np.matmul(a.astype(dtype, copy=False), b.astype(dtype, copy=False))
     store(y, activate(np.asarray(result), act, alpha, beta))
+
+
+def _gemm(*args: object, bias: bool) -> None:
+    with kernel_blas():
+        _gemm_body(*args, bias=bias)
+
+
+def _matmul(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
+    with kernel_blas():
+        _matmul_body(a, b, y, act, alpha, beta)
 
 
 def _check_gemm(specs: ArgSpecs, bias: bool) -> None:

@@ -15,7 +15,18 @@ import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT
-from cannrt.kernels.nn.common import as_compute, check_float, check_scalars, count, register, store, vector_rate
+from cannrt.kernels.nn.common import (
+    ACT_NONE,
+    activate,
+    as_compute,
+    check_float,
+    check_scalars,
+    compute_dtype,
+    count,
+    register,
+    store,
+    vector_rate,
+)
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 SOFTMAX, LOG_SOFTMAX, HARDMAX = range(3)
@@ -44,18 +55,36 @@ def _channel(v: np.ndarray, rank: int) -> np.ndarray:
 
 
 def _batchnorm(
-    x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray, y: np.ndarray, eps: float
+    x: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    y: np.ndarray,
+    eps: float,
+    act: int = ACT_NONE,
+    alpha: float = 0.0,
+    beta: float = 0.0,
 ) -> None:
-    v = as_compute(x)
-    dtype = v.dtype
+    """y = act(x * factor + shift) per channel, factor = scale / sqrt(var + eps), shift = bias -
+    mean * factor; straight into y when it has the compute dtype."""
+    dtype = compute_dtype(x)
     factor = as_compute(scale) / np.sqrt(as_compute(var) + dtype.type(eps))
     shift = as_compute(bias) - as_compute(mean) * factor
     rank = max(2, x.ndim)
-    store(y, v * _channel(factor.astype(dtype), rank) + _channel(shift.astype(dtype), rank))
+    factor, shift = _channel(factor.astype(dtype), rank), _channel(shift.astype(dtype), rank)
+    target = y if y.dtype == dtype else np.empty(y.shape, dtype)
+    np.multiply(x, factor, out=target, casting="unsafe")
+    target += shift
+    activate(target, act, alpha, beta)
+    if target is not y:
+        store(y, target)
 
 
 def _check_batchnorm(specs: ArgSpecs) -> None:
-    x, *params, y = check_scalars("batchnorm", specs, 6, floats=1)
+    x, *params, y = check_scalars("batchnorm", specs, 6, ints=0, floats=1 + len(specs[7:]))
+    if len(specs) not in (7, 10) or (len(specs) == 10 and not isinstance(specs[7], int)):
+        raise KernelArgumentError("batchnorm takes 6 tensors, epsilon, then optionally activation, alpha, beta")
     channels = x.shape[1] if len(x.shape) > 1 else 1
     if tuple(x.shape) != tuple(y.shape) or any(tuple(p.shape) != (channels,) for p in params):
         raise KernelArgumentError(f"batchnorm: x {x.shape}, parameters {[p.shape for p in params]}, y {y.shape}")
@@ -131,6 +160,16 @@ def _axes(mask: int, rank: int) -> tuple[int, ...]:
     return tuple(a for a in range(rank) if mask >> a & 1)
 
 
+def _empty_extreme(dtype: np.dtype, maximum: bool, floating: bool) -> float | int | bool:
+    """The identity of max / min over an empty set: the dtype's lowest / highest value."""
+    if floating:
+        return -np.inf if maximum else np.inf
+    if dtype == np.bool_:
+        return not maximum
+    info = np.iinfo(dtype)
+    return int(info.min if maximum else info.max)
+
+
 def _reduce(x: np.ndarray, y: np.ndarray, kind: int, mask: int) -> None:
     axes = _axes(mask, x.ndim)
     name = REDUCE_KINDS[kind]
@@ -139,10 +178,7 @@ def _reduce(x: np.ndarray, y: np.ndarray, kind: int, mask: int) -> None:
     with np.errstate(all="ignore"):
         if name in ("mean", "sum", "prod", "max", "min"):
             if name in ("max", "min") and x.size == 0:
-                fill = -np.inf if name == "max" else np.inf
-                result = np.full(
-                    y.shape, fill if floating else (np.iinfo(x.dtype).min if name == "max" else np.iinfo(x.dtype).max)
-                )
+                result = np.full(y.shape, _empty_extreme(x.dtype, name == "max", floating))
             else:
                 result = getattr(np, name if name not in ("max", "min") else "a" + name)(v, axis=axes, keepdims=True)
         elif name == "l1":

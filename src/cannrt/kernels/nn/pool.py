@@ -58,11 +58,7 @@ def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
     dtype = compute_dtype(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x.dtype
     out = tuple(y.shape[2:])
     xp = padded(x, window, out, _fill_for(np.dtype(dtype)), np.dtype(dtype))
-    result: np.ndarray | None = None
-    for view in window.taps(xp, out):
-        result = view.copy() if result is None else np.maximum(result, view, out=result)
-    assert result is not None
-    store(y, result)
+    store(y, window.reduce(xp, out, np.maximum))
 
 
 def _maxpool_indices(x: np.ndarray, y: np.ndarray, indices: np.ndarray, order: int, *ints: int) -> None:
@@ -95,9 +91,7 @@ def _avgpool(x: np.ndarray, y: np.ndarray, include_pad: int, *ints: int) -> None
     dtype = compute_dtype(x)
     out = tuple(y.shape[2:])
     xp = padded(x, window, out, 0.0, dtype)
-    total = np.zeros((*x.shape[:2], *out), dtype=dtype)
-    for view in window.taps(xp, out):
-        total += view
+    total = window.reduce(xp, out, np.add)
     total /= valid_counts(window, x.shape[2:], out, bool(include_pad)).astype(dtype)
     store(y, total)
 

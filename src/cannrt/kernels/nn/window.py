@@ -77,6 +77,28 @@ class Window:
             )
             yield xp[(Ellipsis, *index)]
 
+    def unfold(self, xp: np.ndarray, out: Sequence[int]) -> np.ndarray:
+        """(N, C, *kernel, *out) strided view of the padded input: every tap of every window."""
+        lead, spatial = xp.strides[:2], xp.strides[2:]
+        taps = tuple(st * d for st, d in zip(spatial, self.dilations, strict=True))
+        steps = tuple(st * s for st, s in zip(spatial, self.strides, strict=True))
+        shape = (*xp.shape[:2], *self.kernel, *out)
+        return np.lib.stride_tricks.as_strided(xp, shape, (*lead, *taps, *steps), writeable=False)
+
+    def reduce(self, xp: np.ndarray, out: Sequence[int], combine: np.ufunc) -> np.ndarray:
+        """combine over every window, one spatial axis after the other (separable: k taps per
+        axis instead of the product of the kernel's extents)."""
+        result = xp
+        for axis, n in enumerate(out):
+            d, s, k = self.dilations[axis], self.strides[axis], self.kernel[axis]
+            lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
+            parts = [result[(*lead, slice(o * d, o * d + (n - 1) * s + 1, s))] for o in range(k)]
+            reduced = parts[0].copy() if k == 1 else combine(parts[0], parts[1])
+            for part in parts[2:]:
+                combine(reduced, part, out=reduced)
+            result = reduced
+        return result
+
 
 def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype) -> np.ndarray:
     """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
