@@ -6,7 +6,9 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+from typer.testing import CliRunner
 
+from cannrt.cli.app import app
 from cannrt.om import format as om_format
 from cannrt.om.model import Gear, IoDesc, KernelTask, OfflineModel, Section, TensorRef
 
@@ -63,3 +65,42 @@ def test_bad_om_files_get_codes(acl: ModuleType, tmp_path: Path) -> None:
     other.mkdir()
     om_format.save(add_model({"nodes": [{"op_type": "Add"}, {"op_type": "Relu"}]}), other / "two.om")
     assert acl.op.set_model_dir(str(other)) == acl.ACL_ERROR_PARSE_FILE
+
+
+ADD_OP_JSON = """[
+  {
+    "op": "Add",
+    "input_desc": [
+      {"format": "ND", "shape": [8, 16], "type": "int32"},
+      {"format": "ND", "shape": [8, 16], "type": "int32"}
+    ],
+    "output_desc": [{"format": "ND", "shape": [8, 16], "type": "int32"}]
+  }
+]
+"""
+
+
+def test_atc_singleop_on_the_add_op_json_layout_makes_a_dir_execute_v2_runs(acl: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "add_op.json").write_text(ADD_OP_JSON)
+    out = tmp_path / "op_models"
+    result = CliRunner().invoke(app, ["atc", f"--singleop={tmp_path / 'add_op.json'}", f"--output={out}"])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in out.glob("*.om")] == ["0_Add_3_2_8_16_3_2_8_16_3_2_8_16.om"]
+    assert acl.op.set_model_dir(str(out)) == 0
+    a, b = np.arange(128, dtype=np.int32).reshape(8, 16), np.full((8, 16), 7, np.int32)
+    ptrs = []
+    for host in (a, b, np.zeros_like(a)):
+        ptr, _ = acl.rt.malloc(host.nbytes, 0)
+        acl.rt.memcpy(ptr, host.nbytes, acl.util.numpy_to_ptr(host), host.nbytes, 1)
+        ptrs.append(ptr)
+    descs = [acl.create_tensor_desc(3, [8, 16], ND) for _ in range(3)]
+    buffers = [acl.create_data_buffer(p, a.nbytes) for p in ptrs]
+    stream, _ = acl.rt.create_stream()
+    assert acl.op.execute_v2("Add", descs[:2], buffers[:2], descs[2:], buffers[2:], 0, stream) == 0
+    assert acl.rt.synchronize_stream(stream) == 0
+    got = np.zeros_like(a)
+    acl.rt.memcpy(acl.util.numpy_to_ptr(got), got.nbytes, ptrs[2], got.nbytes, 2)
+    np.testing.assert_array_equal(got, a + b)
+    f16 = [acl.create_tensor_desc(F16, [8, 16], ND) for _ in range(3)]
+    ret = acl.op.execute_v2("Add", f16[:2], buffers[:2], f16[2:], buffers[2:], 0, stream)
+    assert ret == acl.ACL_ERROR_OP_NOT_FOUND  # only the compiled int32 Add is in the model dir

@@ -140,6 +140,10 @@ def _om_model(model: OfflineModel, where: str) -> OpModel:
         raise ValueError(f"{where}: not a single-operator model ({len(nodes)} nodes)")
     if op_type not in OPS:
         raise LookupError(f"{where}: operator {op_type!r} has no kernel in cannrt")
+    if entry is not None and entry.get("input_desc"):  # as the ops.json gave them (-1 wildcards kept)
+        inputs = tuple(_pattern(d, f"{where} input {i}") for i, d in enumerate(entry["input_desc"]))
+        outputs = tuple(_pattern(d, f"{where} output {i}") for i, d in enumerate(entry.get("output_desc", [])))
+        return OpModel(op_type, inputs, outputs, attrs)
     inputs = tuple(_io_pattern(io) for io in model.inputs)
     return OpModel(op_type, inputs, tuple(_io_pattern(io) for io in model.outputs), attrs)
 
