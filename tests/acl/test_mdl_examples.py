@@ -8,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from acl_harness import EXAMPLES, cannrt_exec
+from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
 from hand_models import K, M, dense_model, reference, weights
 
+from cannrt.cli.app import app
 from cannrt.om import format as om_format
 
 PROGRAMS = EXAMPLES / "model"
@@ -64,3 +66,25 @@ def test_a_bad_model_file_fails_with_the_acl_code(tmp_path: Path) -> None:
     run = cannrt_exec(PROGRAMS / "quick_start.py", str(bad), cwd=tmp_path)
     assert run.returncode != 0
     assert "acl.mdl.load_from_file failed ret=100012" in run.stderr
+
+
+def test_quick_start_on_squeezenet_compiled_by_cannrt_atc(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "graph"))
+    import light_models
+
+    model = light_models.load("squeezenet")
+    onnx_path = tmp_path / "squeezenet.onnx"
+    onnx_path.write_bytes(model.SerializeToString())
+    feeds = light_models.input_for(model)
+    (x,) = feeds.values()
+    np.save(tmp_path / "x.npy", x)
+    atc = CliRunner().invoke(
+        app, ["atc", f"--model={onnx_path}", "--framework=5", f"--output={tmp_path / 'squeezenet'}",
+              "--soc_version=Ascend910B1", "--precision_mode=force_fp32"],
+    )  # fmt: skip
+    assert atc.exit_code == 0, atc.output
+    run = cannrt_exec(PROGRAMS / "quick_start.py", str(tmp_path / "squeezenet.om"), str(tmp_path / "x.npy"))
+    assert run.returncode == 0, run.explain()
+    scores = light_models.run_onnxruntime(model, feeds)[0].ravel()
+    top = [int(line.split()[3].rstrip(",")) for line in run.stdout.splitlines() if line.startswith("top ")]
+    assert top == [int(i) for i in np.argsort(-scores)[:5]]
