@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -209,3 +210,33 @@ def test_dumps_name_each_task_by_its_node(npu, tmp_path) -> None:
         model.execute(inputs, outputs)
     names = sorted(p.name.split(".")[1] for p in result.files if p.suffix != ".json")
     assert {"MatMul_0", "Add_1", "Relu_2", "Relu_3"} <= set(names), names
+
+
+def test_executes_from_several_threads_do_not_interleave(npu) -> None:
+    ctx = npu.ctx()
+    model = LoadedModel(ctx, dense_model(streams=2))
+    rng = np.random.default_rng(9)
+    jobs = []
+    for _ in range(4):
+        x = rng.standard_normal((M, K)).astype(np.float32)
+        jobs.append((x, *_io(npu, x)))
+    errors: list[BaseException] = []
+
+    def work(inputs, outputs) -> None:
+        try:
+            for _ in range(3):
+                npu.rt.set_context(ctx)
+                model.execute(inputs, outputs)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i, o)) for _, i, o in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not errors
+    for x, _, outputs in jobs:
+        np.testing.assert_allclose(
+            npu.download(outputs[0][0], (M, N), np.float32), reference(x, *weights())[0], rtol=1e-5
+        )

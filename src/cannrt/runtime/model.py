@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -59,6 +60,7 @@ class LoadedModel:
         self._starts: list[int] = []  # per logical stream: position of its first task in the last execute
         self._caller: Stream | None = None
         self._faults_seen = 0  # device faults recorded in the context before the last execute
+        self._lock = threading.Lock()
         try:
             self.work = self._block(work, model.work_size, "work")
             self.weight = self._block(weight, model.weight_size, "weight")
@@ -154,7 +156,12 @@ class LoadedModel:
         return math.prod(shapes[index]) * numpy_dtype(desc.dtype).itemsize
 
     def execute(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer], stream: Stream | None = None) -> None:
-        """Replay the current gear (aclmdlExecute; aclmdlExecuteAsync with a stream)."""
+        """Replay the current gear (aclmdlExecute; aclmdlExecuteAsync with a stream). Executes of
+        one model from several threads run one after the other (they share its memory)."""
+        with self._lock:
+            self._execute(inputs, outputs, stream)
+
+    def _execute(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer], stream: Stream | None) -> None:
         self.check_loaded()
         mode = "sync" if stream is None else "async"
         if self.mode and self.mode != mode:
@@ -248,6 +255,10 @@ class LoadedModel:
     # -- unload -------------------------------------------------------------------------------
     def unload(self) -> None:
         """Wait for the model's work, then free its streams, events and memory (aclmdlUnload)."""
+        with self._lock:
+            self._unload()
+
+    def _unload(self) -> None:
         self.check_loaded()
         if self._caller is not None and not self._caller.destroyed:
             with contextlib.suppress(CannError):
