@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import pytest
 from hand_models import K, M, dense_model, dynamic_batch_model, reference, weights
 
@@ -87,3 +88,23 @@ def test_a_scalar_input_keeps_its_shape(rt) -> None:
     model = cannrt.Model.compile(onnx.helper.make_model(graph), precision_mode="force_fp32")
     (out,) = model(np.arange(3, dtype=np.float32), np.float32(2.5))
     np.testing.assert_allclose(out, np.arange(3) * 2.5)
+
+
+def test_a_model_compiled_with_dynamic_batch_runs_every_gear(rt) -> None:
+    x = onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])
+    y = onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 4])
+    w = onnx.numpy_helper.from_array(np.arange(16, dtype=np.float32).reshape(4, 4) / 10, "w")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["x", "w"], ["t"]), onnx.helper.make_node("Relu", ["t"], ["y"])],
+        "g", [x], [y], [w],
+    )  # fmt: skip
+    model = cannrt.Model.compile(
+        onnx.helper.make_model(graph), precision_mode="force_fp32", input_shape={"x": [-1, 4]},
+        dynamic_batch_size=[1, 2, 4],
+    )  # fmt: skip
+    assert model.offline.inputs[-1].name == "ascend_mbatch_shape_data"
+    weights_ = np.arange(16, dtype=np.float32).reshape(4, 4) / 10
+    for batch in (4, 1, 2):
+        data = np.random.default_rng(batch).standard_normal((batch, 4)).astype(np.float32)
+        (out,) = model(data)
+        np.testing.assert_allclose(out, np.maximum(data @ weights_, 0), rtol=1e-5, atol=1e-6)
