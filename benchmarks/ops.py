@@ -3,7 +3,9 @@
 Each row is one node lowered by cannrt.graph.lowering and launched on the simulated device
 (launch, execute, synchronise: wall time), against the same node in an onnxruntime CPU session
 on the same inputs, measured in the same run (best of R interleaved runs each); the ratio is
-cannrt / onnxruntime. The modelled device time of the launch is shown beside.
+cannrt / onnxruntime. The modelled device time of the launch is shown beside. cannrt's cube
+kernels run the host BLAS on one thread (kernels/nn/blas.py); onnxruntime uses its default
+thread count unless --threads says otherwise (--threads 1 compares one thread with one).
 Run: python3 benchmarks/ops.py [--repeats R] [--threads T]
 """
 

@@ -130,3 +130,34 @@ def test_an_activation_attached_to_an_integer_add_runs_as_a_second_launch(rt: Ru
     (plain,) = reference("Add", {"a": a, "b": b})
     (got,) = on_device("Add", {"a": a, "b": b}, [plain], activation=("Relu", {}))
     assert got.dtype == np.int32 and np.array_equal(got, np.maximum(a + b, 0))
+
+
+def test_clip_bounds_known_only_at_run_time_become_max_and_min_launches(rt: Runtime) -> None:
+    inputs = {"x": _rand(4, 5, seed=21), "lo": np.array(-0.5, np.float32), "hi": np.array(0.25, np.float32)}
+    (expected,) = reference("Clip", inputs)
+    values = {k: Value(k, v.shape, v.dtype) for k, v in inputs.items()} | {"y": Value("y", (4, 5), F32)}
+    steps = lower(Node("c", "Clip", ("x", "lo", "hi"), ("y",)), values, {}, 24).steps
+    assert [s.kernel for s in steps] == ["nn.max", "nn.min"]
+    (got,) = on_device("Clip", inputs, [expected])
+    np.testing.assert_array_equal(got, expected)
+    (folded,) = on_device("Clip", inputs, [expected], constants=("lo",))
+    np.testing.assert_array_equal(folded, expected)
+
+
+@pytest.mark.parametrize("spatial", [(9,), (5, 6, 7)])
+def test_conv_and_pooling_in_one_and_three_spatial_axes(rt: Runtime, spatial: tuple[int, ...]) -> None:
+    nd = len(spatial)
+    inputs = {"x": _rand(2, 4, *spatial, seed=22), "w": _rand(6, 2, *([3] * nd), seed=23), "b": _rand(6, seed=24)}
+    _check("Conv", inputs, group=2, pads=[1] * (2 * nd), strides=[2] * nd)
+    _check("MaxPool", {"x": inputs["x"]}, kernel_shape=[2] * nd, strides=[1] * nd, dilations=[2] * nd)
+    _check("AveragePool", {"x": inputs["x"]}, kernel_shape=[3] * nd, pads=[1] * (2 * nd), count_include_pad=1)
+
+
+def test_a_large_convolution_splits_its_product_over_two_host_threads(rt: Runtime) -> None:
+    from cannrt.kernels.nn import blas
+
+    inputs = {"x": _rand(1, 64, 24, 24, seed=25), "w": _rand(96, 64, 3, 3, seed=26), "b": _rand(96, seed=27)}
+    assert blas.SPLIT_FLOPS <= 2.0 * 96 * 64 * 9 * 24 * 24
+    before = blas.SPLITS[0]
+    _check("Conv", inputs, rtol=1e-3, pads=[1, 1, 1, 1])
+    assert blas.SPLITS[0] == before + 1

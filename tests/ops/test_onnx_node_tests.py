@@ -13,16 +13,12 @@ from node_cases import op_of, run_case, selected_cases
 import cannrt
 from cannrt.graph.lowering import supported_ops
 
-TRAINING = "training mode (random masks, batch statistics) is outside inference"
+TRAINING = "training-mode Dropout draws a random mask (onnx seeds numpy's generator): not reproducible"
 KNOWN_FAILURES = {
-    "test_batchnorm_epsilon_training_mode": TRAINING,
-    "test_batchnorm_example_training_mode": TRAINING,
     "test_training_dropout": TRAINING,
     "test_training_dropout_default": TRAINING,
     "test_training_dropout_default_mask": TRAINING,
     "test_training_dropout_mask": TRAINING,
-    "test_training_dropout_zero_ratio": TRAINING,
-    "test_training_dropout_zero_ratio_mask": TRAINING,
 }
 CASES = {case.name: case for case in selected_cases()}
 REQUIRED = [

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from cannrt.graph.lowering.context import FUSABLE, Lowering, rule
 from cannrt.graph.lowering.cube import ACTIVATIONS, activation
 
@@ -71,13 +73,24 @@ def unary_with_params(low: Lowering) -> None:
 
 @rule("Clip")
 def clip(low: Lowering) -> None:
+    x, y = low.input(0), low.output()
     if "min" in low.node.attrs or "max" in low.node.attrs:  # opset 6: attributes
-        lo, hi = float(low.attr("min", -math.inf)), float(low.attr("max", math.inf))
-    else:  # opset 11+: optional constant inputs
-        lo_in, hi_in = low.optional_constant(1, "Clip min"), low.optional_constant(2, "Clip max")
-        lo = -math.inf if lo_in is None else float(lo_in.reshape(-1)[0])
-        hi = math.inf if hi_in is None else float(hi_in.reshape(-1)[0])
-    low.emit("clip", [low.input(0), low.output()], [lo, hi])
+        low.emit("clip", [x, y], [float(low.attr("min", -math.inf)), float(low.attr("max", math.inf))])
+        return
+    bounds = [(i, low.node.inputs[i]) for i in (1, 2) if low.has(i)]
+    if all(name in low.constants for _, name in bounds):  # opset 11+: folded inputs, one launch
+        lo, hi = low.optional_constant(1, "Clip min"), low.optional_constant(2, "Clip max")
+        low.emit("clip", [x, y], [-math.inf if lo is None else float(lo.reshape(-1)[0]),
+                                  math.inf if hi is None else float(hi.reshape(-1)[0])])  # fmt: skip
+        return
+    source = x  # bounds known only at run time: max with the lower, then min with the upper, in y
+    for index, name in bounds:
+        if name in low.constants:
+            bound = float(np.asarray(low.constants[name]).reshape(-1)[0])
+            low.emit("clip", [source, y], [bound, math.inf] if index == 1 else [-math.inf, bound])
+        else:
+            low.emit("max" if index == 1 else "min", [source, low.value(name), y])
+        source = y
 
 
 FUSABLE["Add"] = ACTIVATIONS

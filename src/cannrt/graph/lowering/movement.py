@@ -44,8 +44,10 @@ def flatten(low: Lowering) -> None:
 
 @rule("Dropout")
 def dropout(low: Lowering) -> None:
-    if int(low.attr("training_mode", 0)) or (low.has(2) and bool(low.constant(2, "training_mode").reshape(-1)[0])):
-        raise low.fail("training mode is not supported for inference")
+    training = low.has(2) and bool(low.constant(2, "training_mode").reshape(-1)[0])
+    ratio = low.optional_constant(1, "Dropout ratio") if low.has(1) else None
+    if training and (ratio is None or float(ratio.reshape(-1)[0]) != 0.0):
+        raise low.fail("training mode with a non-zero ratio draws a random mask: not supported")
     low.emit("copy", [low.input(0), low.output()])
     if len(low.node.outputs) > 1 and low.node.outputs[1]:
         low.emit("fill", [low.output(1)], [1.0])

@@ -26,9 +26,14 @@ FUSABLE["BatchNormalization"] = ACTIVATIONS
 
 @rule("BatchNormalization")
 def batchnorm(low: Lowering) -> None:
-    if int(low.attr("training_mode", 0)) or len([o for o in low.node.outputs if o]) > 1:
-        raise low.fail("training mode (running statistics outputs) is not supported for inference")
     tensors = [low.input(i) for i in range(5)]
+    if int(low.attr("training_mode", 0)) or len([o for o in low.node.outputs if o]) > 1:
+        outputs = [low.output(i) for i in range(3)]  # y, running mean, running var
+        if len([o for o in low.node.outputs if o]) != 3:
+            raise low.fail("training mode computes y, running_mean and running_var (3 outputs)")
+        eps, momentum = float(low.attr("epsilon", 1e-5)), float(low.attr("momentum", 0.9))
+        low.emit("batchnorm_training", [*tensors, *outputs], [eps, momentum])
+        return
     scalars: list[int | float] = [float(low.attr("epsilon", 1e-5))]
     if low.attr("activation") is not None:
         scalars.extend(activation(low))

@@ -17,7 +17,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.nn.blas import kernel_blas
+from cannrt.kernels.nn.blas import limit_blas_threads, matmul_into
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -134,7 +134,10 @@ def convolve(
         return _depthwise(x, weights, group, window, out, dtype)
     cols = im2col(x, window, out, dtype).reshape(n, group, cg * taps, pixels)
     if into is not None:
-        np.matmul(weights.reshape(group, mg, cg * taps), cols, out=into.reshape(n, group, mg, pixels))
+        if n == 1 and group == 1:
+            matmul_into(weights.reshape(m, cg * taps), cols.reshape(cg * taps, pixels), into.reshape(m, pixels))
+        else:
+            np.matmul(weights.reshape(group, mg, cg * taps), cols, out=into.reshape(n, group, mg, pixels))
         return into
     product = np.matmul(weights.reshape(group, mg, cg * taps), cols)
     return np.asarray(product).reshape(n, m, *out)
@@ -176,8 +179,8 @@ def _conv_body(*args: object, bias: bool) -> None:
 
 
 def _conv(*args: object, bias: bool) -> None:
-    with kernel_blas():
-        _conv_body(*args, bias=bias)
+    limit_blas_threads()
+    _conv_body(*args, bias=bias)
 
 
 CONV = register(

@@ -14,7 +14,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.nn.blas import kernel_blas
+from cannrt.kernels.nn.blas import limit_blas_threads
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -36,7 +36,7 @@ def product_work(a: TensorArg, b: TensorArg, y: TensorArg, m: int, k: int, n: in
     row_tiles = max(1, -(-m // tile_m))
     col_tiles = max(1, -(-n // tile_n))
     item = numpy_dtype(a.dtype).itemsize
-    panels = batch * row_tiles * col_tiles * (tile_m + tile_n) * k * item
+    panels = batch * row_tiles * col_tiles * (min(tile_m, m) + min(tile_n, n)) * k * item
     unique = tensor_nbytes(a) + tensor_nbytes(b)
     return Work(
         cube_flops=2.0 * batch * m * n * k,
@@ -131,13 +131,13 @@ def _matmul_body(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: f
 
 
 def _gemm(*args: object, bias: bool) -> None:
-    with kernel_blas():
-        _gemm_body(*args, bias=bias)
+    limit_blas_threads()
+    _gemm_body(*args, bias=bias)
 
 
 def _matmul(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
-    with kernel_blas():
-        _matmul_body(a, b, y, act, alpha, beta)
+    limit_blas_threads()
+    _matmul_body(a, b, y, act, alpha, beta)
 
 
 def _check_gemm(specs: ArgSpecs, bias: bool) -> None:

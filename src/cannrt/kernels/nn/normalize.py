@@ -91,6 +91,38 @@ def _check_batchnorm(specs: ArgSpecs) -> None:
     check_float("batchnorm", x)
 
 
+def _batchnorm_training(
+    x: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    y: np.ndarray,
+    running_mean: np.ndarray,
+    running_var: np.ndarray,
+    eps: float,
+    momentum: float,
+) -> None:
+    """Training mode: normalise with the batch's own statistics (population variance) and
+    update the running ones, running = running * momentum + batch * (1 - momentum)."""
+    v = as_compute(x)
+    axes = tuple(a for a in range(x.ndim) if a != 1)
+    batch_mean, batch_var = v.mean(axis=axes), v.var(axis=axes)
+    _batchnorm(x, scale, bias, batch_mean, batch_var, y, eps)
+    store(running_mean, as_compute(mean) * momentum + batch_mean * (1 - momentum))
+    store(running_var, as_compute(var) * momentum + batch_var * (1 - momentum))
+
+
+def _check_batchnorm_training(specs: ArgSpecs) -> None:
+    x, *params, y, running_mean, running_var = check_scalars("batchnorm_training", specs, 8, floats=2)
+    channels = x.shape[1] if len(x.shape) > 1 else 1
+    if tuple(x.shape) != tuple(y.shape) or any(
+        tuple(p.shape) != (channels,) for p in (*params, running_mean, running_var)
+    ):
+        raise KernelArgumentError(f"batchnorm_training: x {x.shape}, y {y.shape}, parameters of {channels} channels")
+    check_float("batchnorm_training", x)
+
+
 def _instancenorm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, y: np.ndarray, eps: float) -> None:
     v = as_compute(x)
     axes = tuple(range(2, x.ndim))
@@ -227,6 +259,9 @@ def _check_argreduce(specs: ArgSpecs) -> None:
 
 
 BATCHNORM = register("batchnorm", _batchnorm, _input_work(2.0, 6), _check_batchnorm, (5,))
+BATCHNORM_TRAINING = register(
+    "batchnorm_training", _batchnorm_training, _input_work(6.0, 6), _check_batchnorm_training, (5, 6, 7)
+)
 INSTANCENORM = register("instancenorm", _instancenorm, _input_work(6.0, 4), _check_instancenorm, (3,))
 LRN = register("lrn", _lrn, _input_work(8.0, 2), _check_lrn, (1,))
 SOFTMAX_KERNEL = register("softmax", _softmax, _input_work(5.0, 2), _check_softmax, (1,))
