@@ -164,6 +164,9 @@ def atc_command(
     except OSError as exc:
         typer.echo(f"ATC run failed: {exc.filename or ''}: {exc.strerror or exc}", err=True)
         raise typer.Exit(1) from None
+    except Exception as exc:  # a bug of ours still ends in one line, not a traceback
+        typer.echo(f"ATC run failed: internal error ({type(exc).__name__}: {exc})", err=True)
+        raise typer.Exit(1) from None
     typer.echo("ATC run success, welcome to the next use.")
 
 

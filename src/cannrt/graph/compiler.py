@@ -273,5 +273,10 @@ def _io(
             code = FORMATS[fmt] if fmt else FORMATS["NCHW" if len(value.shape) == 4 else "ND"]
         else:
             code = FORMATS["ND"]
-        descs.append(IoDesc(name, acl_code(value.dtype), code, dims, size))
+        try:
+            dtype = acl_code(value.dtype)
+        except ValueError:
+            kind = "input" if is_input else "output"
+            raise GraphError(f"{kind} {name!r} has type {value.dtype}, which no ACL type code names") from None
+        descs.append(IoDesc(name, dtype, code, dims, size))
     return descs

@@ -32,15 +32,6 @@ class Graph:
         """Value name -> index of the node that writes it."""
         return {out: i for i, node in enumerate(self.nodes) for out in node.outputs if out}
 
-    def consumers(self) -> dict[str, list[int]]:
-        """Value name -> indices of the nodes that read it (a node reading twice appears once)."""
-        readers: dict[str, list[int]] = {}
-        for i, node in enumerate(self.nodes):
-            for name in dict.fromkeys(node.inputs):
-                if name:
-                    readers.setdefault(name, []).append(i)
-        return readers
-
     def readers_of(self, name: str) -> list[Node]:
         """The nodes reading name (one pass, no table: for passes that rewrite as they go)."""
         return [node for node in self.nodes if name in node.inputs]
@@ -78,12 +69,6 @@ class Graph:
         live = used | {out for node in self.nodes for out in node.outputs} | set(self.inputs)
         self.values = {name: value for name, value in self.values.items() if name in live}
         return dropped
-
-    def is_constant(self, name: str) -> bool:
-        return name in self.constants
-
-    def value(self, name: str) -> Value:
-        return self.values[name]
 
 
 def nbytes(value: Value) -> int:

@@ -69,7 +69,6 @@ def import_model(
     inputs = [info.name for info in graph.input if info.name not in constants]
     _apply_input_shapes(inputs, types, dict(input_shapes or {}))
     nodes = _named(graph.node)
-    names = [name for name, _ in nodes]
     live = list(nodes)
     shapes: dict[str, tuple[int, Dims]] = {}
     for _ in range(MAX_FOLD_ROUNDS):
@@ -79,7 +78,7 @@ def import_model(
             break
     outputs = [info.name for info in graph.output]
     if out_nodes:
-        outputs = _select_outputs(out_nodes, nodes, names)
+        outputs = _select_outputs(out_nodes, nodes)
     for name, proto in live:
         if proto.domain not in ("", "ai.onnx"):
             raise UnsupportedOpError(name, f"{proto.domain}.{proto.op_type}", "no kernel implements this domain")
@@ -190,9 +189,7 @@ def _outputs(node: onnx.NodeProto, used: set[str], shapes: Mapping[str, tuple[in
     return tuple(o if o in used or static_shape(shapes.get(o, (0, None))[1]) is not None else "" for o in node.output)
 
 
-def _select_outputs(
-    out_nodes: Sequence[tuple[str, int]], nodes: Sequence[tuple[str, onnx.NodeProto]], names: Sequence[str]
-) -> list[str]:
+def _select_outputs(out_nodes: Sequence[tuple[str, int]], nodes: Sequence[tuple[str, onnx.NodeProto]]) -> list[str]:
     by_name = dict(nodes)
     outputs = []
     for node_name, index in out_nodes:
