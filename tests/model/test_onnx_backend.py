@@ -43,13 +43,11 @@ SUPPORTED, INCOMPATIBLE = node_tests()
 backend_test = onnx.backend.test.BackendTest(cannrt.onnx_backend, __name__)
 backend_test.include("^(" + "|".join(re.escape(name) for name in SUPPORTED) + ")_cpu$")
 # Known failures, each an expected failure (an unexpected pass fails the run): the graph engine
-# compiles inference graphs only (training-mode BatchNormalization / Dropout) and needs ranked
-# inputs (optional and sequence types).
+# compiles Dropout in training mode only with ratio 0 and needs ranked inputs (optional and
+# sequence types).
 KNOWN_FAILURES = (
-    "test_batchnorm_epsilon_training_mode", "test_batchnorm_example_training_mode",
     "test_training_dropout", "test_training_dropout_default", "test_training_dropout_default_mask",
-    "test_training_dropout_mask", "test_training_dropout_zero_ratio", "test_training_dropout_zero_ratio_mask",
-    "test_identity_opt", "test_identity_sequence",
+    "test_training_dropout_mask", "test_identity_opt", "test_identity_sequence",
 )  # fmt: skip
 for known in KNOWN_FAILURES:
     backend_test.xfail(f"^{known}_cpu$")
