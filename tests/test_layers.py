@@ -95,7 +95,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
         "cannrt.tools.allocations",  # Context.allocations names user allocations in that report
         "cannrt.tools.dump",  # the exception dump a fault writes outside a dump session, as CANN's runtime does
     ),
-    "cannrt.api": (*HOST_STACK, "cannrt.om"),
+    "cannrt.api": (*HOST_STACK, "cannrt.om", "cannrt.graph"),  # Model.load compiles an .onnx on the fly
+    "cannrt.onnx_backend": (*HOST_STACK, "cannrt.om", "cannrt.graph", "cannrt.api"),  # onnx.backend over cannrt
     "cannrt.acl": (*HOST_STACK, "cannrt.om", "cannrt.api.dump", "cannrt.api.profile"),  # dump and profile sessions
     "cannrt.cli": (*HOST_STACK, "cannrt.om", "cannrt.graph", "cannrt.api", "cannrt.acl"),  # atc compiles models
     "cannrt": (*BASE, "cannrt.kernels", "cannrt.runtime", "cannrt.memory", "cannrt.api"),  # __init__.py

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cannrt.api import Device, DeviceArray, Event, Profile, Stream, current_stream, device_count
+from cannrt.api import Device, DeviceArray, Event, Model, Profile, Stream, current_stream, device_count
 from cannrt.api.dump import dump
 from cannrt.api.profile import profile
 from cannrt.config import ChipSpec, Settings, chip_preset, load_settings
@@ -23,6 +23,7 @@ __all__ = [
     "Event",
     "Kernel",
     "KernelArgumentError",
+    "Model",
     "OutOfMemoryError",
     "Profile",
     "Settings",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cannrt.acl import constants, media, op, prof, rt, util
+from cannrt.acl import constants, mdl, media, op, prof, rt, util
 from cannrt.acl._buffers import (
     create_data_buffer,
     create_tensor_desc,
@@ -78,6 +78,7 @@ __all__ = [
     "get_tensor_desc_type",
     "get_version",
     "init",
+    "mdl",
     "media",
     "op",
     "prof",

@@ -31,6 +31,8 @@ class Kind(IntEnum):
     PHYSICAL_MEMORY = 0xA9
     PROF_CONFIG = 0xAA
     MEMORY_POOL = 0xAB
+    MODEL_DESC = 0xAB
+    DATASET = 0xAC
 
 
 class HandleTable(Generic[T]):

@@ -1,11 +1,14 @@
 """Single-operator model directories (acl.op.set_model_dir).
 
-On an NPU, `atc --singleop=ops.json --output=DIR` compiles a JSON list of operators into .om
-models in DIR. cannrt needs no compilation: it reads the same JSON, from every `*.json` file in
-DIR. Each entry: {"op": "Add", "input_desc": [{"format": "ND", "shape": [8, 16], "type":
-"float16"}, ...], "output_desc": [...], "attr": [{"name": "axes", "type": "list_int", "value":
-[-1]}]}. A shape dimension of -1 matches any size; the shape [-2] matches any shape. Once a
-model directory is set, execute_v2 / create_handle only accept calls matching a loaded entry.
+`atc --singleop=ops.json --output=DIR` compiles a JSON list of operators into one .om model per
+entry in DIR; set_model_dir reads every `*.om` there (the operator type, its input and output
+descriptions and attributes). It also reads the JSON itself, from every `*.json` file in DIR,
+so a directory holding only ops.json works without compiling. Each JSON entry: {"op": "Add",
+"input_desc": [{"format": "ND", "shape": [8, 16], "type": "float16"}, ...], "output_desc": [...],
+"attr": [{"name": "axes", "type": "list_int", "value": [-1]}]}. An unreadable .om gives its
+model-load code (ACL_ERROR_DESERIALIZE_MODEL...). A shape dimension of -1 matches any size; the
+shape [-2] matches any shape. Once a model directory is set, execute_v2 / create_handle only accept
+calls matching a loaded entry.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from cannrt.acl._buffers import TensorDesc
 from cannrt.acl._op_registry import OPS
 from cannrt.acl._state import fail
 from cannrt.errors import ErrorCode
+from cannrt.om.model import IoDesc, OfflineModel
+from cannrt.runtime.model_file import read_model
 
 TYPE_NAMES = {
     "float": c.ACL_FLOAT,
@@ -114,12 +119,48 @@ def _model(entry: Any, where: str) -> OpModel:
     return OpModel(op_type, inputs, outputs, attrs)
 
 
+def _io_pattern(io: IoDesc) -> DescPattern:
+    return DescPattern(io.dtype, tuple(io.shape), io.format)
+
+
+def _om_model(model: OfflineModel, where: str) -> OpModel:
+    """The operator a single-operator .om was compiled from: its op (the singleop entry atc
+    recorded, else the model's one node), its I/O descriptions and attributes."""
+    graph = model.graph if isinstance(model.graph, dict) else {}
+    entry = graph.get("singleop") if isinstance(graph.get("singleop"), dict) else None
+    nodes = [n for n in graph.get("nodes", []) if isinstance(n, dict)]
+    if entry is not None and isinstance(entry.get("op"), str):
+        op_type = entry["op"]
+        attrs = tuple((str(a.get("name")), _attr_value(a)) for a in entry.get("attr", []) if isinstance(a, dict))
+    elif len(nodes) == 1 and isinstance(nodes[0].get("op_type"), str):
+        op_type = nodes[0]["op_type"]
+        raw = nodes[0].get("attrs", {})
+        attrs = tuple(sorted(raw.items())) if isinstance(raw, dict) else ()
+    else:
+        raise ValueError(f"{where}: not a single-operator model ({len(nodes)} nodes)")
+    if op_type not in OPS:
+        raise LookupError(f"{where}: operator {op_type!r} has no kernel in cannrt")
+    if entry is not None and entry.get("input_desc"):  # as the ops.json gave them (-1 wildcards kept)
+        inputs = tuple(_pattern(d, f"{where} input {i}") for i, d in enumerate(entry["input_desc"]))
+        outputs = tuple(_pattern(d, f"{where} output {i}") for i, d in enumerate(entry.get("output_desc", [])))
+        return OpModel(op_type, inputs, outputs, attrs)
+    inputs = tuple(_io_pattern(io) for io in model.inputs)
+    return OpModel(op_type, inputs, tuple(_io_pattern(io) for io in model.outputs), attrs)
+
+
 def load_model_dir(path: str) -> list[OpModel]:
-    """Every operator described by the *.json files of a directory."""
+    """Every operator of the *.om and *.json files of a directory."""
     directory = Path(path)
     if not directory.is_dir():
         raise fail(ErrorCode.INVALID_PARAM, f"model directory {path!r} does not exist")
     models: list[OpModel] = []
+    for file in sorted(directory.glob("*.om")):
+        try:
+            models.append(_om_model(read_model(file), file.name))
+        except LookupError as exc:
+            raise fail(c.ACL_ERROR_OP_LOAD_FAILED, str(exc)) from None
+        except ValueError as exc:
+            raise fail(c.ACL_ERROR_PARSE_FILE, f"{file}: {exc}") from None
     for file in sorted(directory.glob("*.json")):
         try:
             data = json.loads(file.read_text(encoding="utf-8"))

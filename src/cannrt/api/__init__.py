@@ -7,6 +7,7 @@
 - pools.py: the caching pool behind Device.empty and DeviceArray.free (one per context)
 - graph_memory.py: GraphMemory, typed views into a planned static pool (Device.static_pool)
 - profile.py: profile() and Profile, msprof-style profiling of a region (cannrt.profile)
+- model.py: Model, an offline model loaded on a device and called with numpy arrays
 - dump.py: dump(), the kernels' tensors written while a block runs (cannrt.dump)
 
 The functions profile() and dump() are exported by the root package (cannrt.profile, cannrt.dump),
@@ -20,6 +21,7 @@ from cannrt.api.current import active_stream, current_stream
 from cannrt.api.device import Device, device_count
 from cannrt.api.event import Event
 from cannrt.api.graph_memory import GraphMemory
+from cannrt.api.model import Model
 from cannrt.api.profile import Profile
 from cannrt.api.stream import Stream
 
@@ -28,6 +30,7 @@ __all__ = [
     "DeviceArray",
     "Event",
     "GraphMemory",
+    "Model",
     "Profile",
     "Stream",
     "active_stream",

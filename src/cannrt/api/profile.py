@@ -30,6 +30,7 @@ from cannrt.abi import TaskRecord
 from cannrt.config import ChipSpec, HostCosts
 from cannrt.errors import CannError, ErrorCode
 from cannrt.memory.timeline import memory_timeline
+from cannrt.runtime import model_names
 from cannrt.runtime.core import Runtime, get_runtime
 from cannrt.runtime.tracing import ApiRecord
 from cannrt.tools import profiler
@@ -71,6 +72,7 @@ class Profile:
         self.thread_id = thread_id  # host thread the derived launch slices are put on
         self.host_api, self.task_time = host_api, task_time  # msprof --ascendcl, --task-time
         self.memory: list[dict[str, Any]] = []  # counter events of the memory timeline (HBM reserved/allocated)
+        self.op_types: dict[str, str] = {}  # model node name -> ONNX op type, of the nodes executed
         self.path: Path | None = None  # the PROF_ folder, once written
         self._scratch = ScratchDir()
         weakref.finalize(self, self._scratch.cleanup)
@@ -125,7 +127,7 @@ class Profile:
 
     def op_summary(self) -> list[dict[str, str]]:
         """op_summary rows (column name -> cell), as in op_summary_<ts>.csv."""
-        head, rows = profiler.op_summary(self.records, self.chip, self.aic_metrics, self.op_names)
+        head, rows = profiler.op_summary(self.records, self.chip, self.aic_metrics, self.op_names, self.op_types)
         return [dict(zip(head, row, strict=True)) for row in rows]
 
     def trace(self) -> dict[str, Any]:
@@ -151,6 +153,7 @@ class Profile:
             self.host_api,
             self.task_time,
             self.memory,
+            self.op_types,
         )
 
     def write(self, output: str | Path, stamp: str | None = None) -> Path:
@@ -246,6 +249,7 @@ def profile(
             for device in traced:
                 if device in runtime.devices:  # the last records arrive in the sink as the device catches up
                     runtime.driver.trace_stop(device, runtime.host_time_ns)
+        result.op_types.update(model_names.op_types(runtime))
         for device in traced:
             result.memory += memory_timeline(runtime, device).counter_track(DEVICE_PID + device, since_ns=started_ns)
     if output is not None:
@@ -271,6 +275,7 @@ def start_program_profile(
         if task_time:
             for device in list(runtime.devices):
                 runtime.driver.trace_stop(device, runtime.host_time_ns)
+        result.op_types.update(model_names.op_types(runtime))
         result.write(output)
 
     atexit.register(finish)

@@ -8,16 +8,18 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, help="cannrt: the 
 
 
 def _register_commands() -> None:
-    """Attach the commands that register themselves (atc, exec, plan, prof)."""
+    """Attach the commands that register themselves (atc, exec, plan, prof, run)."""
     from cannrt.cli.atc import register as register_atc
     from cannrt.cli.exec import register as register_exec
     from cannrt.cli.plan import register as register_plan
     from cannrt.cli.prof import register as register_prof
+    from cannrt.cli.run import register as register_run
 
     register_atc(app)
     register_exec(app)
     register_plan(app)
     register_prof(app)
+    register_run(app)
 
 
 @app.command()

@@ -75,9 +75,11 @@ def op_summary_head(group: str = "PipeUtilization") -> list[str]:
     return [*OP_SUMMARY_HEAD, *(f"aic_{n}" for n in names), *(f"aiv_{n}" for n in names)]
 
 
-def op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str, op_name: str | None = None) -> list[str]:
+def op_row(
+    record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str, op_name: str | None = None, op_type: str | None = None
+) -> list[str]:
     """One op_summary row: Op Name is the launch's op name (the kernel name if it had none), OP Type
-    the kernel."""
+    the model node's op type (the kernel for launches outside a model)."""
     inputs, outputs = tensors(record, False), tensors(record, True)
     timing = metrics.core_time(record, chip)
     vector = record.core_kind == CoreKind.AIVEC
@@ -89,7 +91,7 @@ def op_row(record: TaskRecord, wait_ns: int, chip: ChipSpec, group: str, op_name
         str(record.task_id),
         str(record.stream_id),
         op_name or record.name,
-        record.name,
+        op_type or record.name,
         NA,
         task_type(record),
         us(record.start_ns),
@@ -117,18 +119,19 @@ def op_summary(
     chip: ChipSpec,
     group: str = "PipeUtilization",
     op_names: Mapping[tuple[int, int, int, int], str] | None = None,
+    op_types: Mapping[str, str] | None = None,
 ) -> Table:
     """op_summary_<ts>.csv: one row per kernel task in start order (Task Wait Time counts every task
-    of the stream, copies and event tasks included)."""
+    of the stream, copies and event tasks included); op_types: model node name -> ONNX op type."""
     head = op_summary_head(group)
     tasks = device_tasks(records)
     waits = wait_times_ns(tasks)
-    names = op_names or {}
-    rows = [
-        op_row(r, w, chip, group, names.get((r.device_id, r.stream_id, r.task_id, r.arrival_ns)))
-        for r, w in zip(tasks, waits, strict=True)
-        if is_kernel(r)
-    ]
+    names, types = op_names or {}, op_types or {}
+    rows = []
+    for r, w in zip(tasks, waits, strict=True):
+        if is_kernel(r):
+            name = names.get((r.device_id, r.stream_id, r.task_id, r.arrival_ns))
+            rows.append(op_row(r, w, chip, group, name, types.get(name or "")))
     return head, rows
 
 

@@ -47,6 +47,7 @@ class Collected:
     host_api: bool = True  # --ascendcl: host API slices and statistics
     task_time: bool = True  # --task-time: device task rows and tracks
     extra: Sequence[dict[str, Any]] = ()  # trace events written as given (the memory timeline's counters)
+    op_types: Mapping[str, str] | None = None  # model node name -> ONNX op type (OP Type)
 
 
 def make_prof_dir(root: str | Path, stamp: str) -> Path:
@@ -179,6 +180,7 @@ class _Export:
     def tasks(self, records: Iterable[TaskRecord], memsets: dict[int, HostSlice]) -> None:
         """Pass 2: each task's derived launch slice, CSV rows, trace events and aggregates."""
         data, names, csvs = self.data, self.data.op_names or {}, self.csv
+        types = data.op_types or {}
         last_end: dict[tuple[int, int], int] = {}
         for record in records:
             found = submitting_api(record, data.costs) if data.host_api else None
@@ -199,7 +201,9 @@ class _Export:
             self.json.write(self.trace.task(record, wait, op_name))
             csvs["task_time"].writerow(summary.task_time_row(record, op_name))
             if is_kernel(record):
-                csvs["op_summary"].writerow(summary.op_row(record, wait, data.chip, self.group, op_name))
+                csvs["op_summary"].writerow(
+                    summary.op_row(record, wait, data.chip, self.group, op_name, types.get(op_name or ""))
+                )
                 csvs["l2_cache"].writerow(summary.l2_row(record, op_name))
             self.stats.add_task(record, op_name or record.name)
             self.sample.task(record, op_name or task_label(record))

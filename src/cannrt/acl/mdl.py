@@ -1,0 +1,86 @@
+"""acl.mdl: offline-model execution (aclmdlLoadFromFile, aclmdlExecute, aclmdlGetDesc...).
+
+A loaded model's task list is resolved once at load and replayed per execute, with the dataset
+buffers patched into the task arguments (zero copy); docs/model.md lists every call and the
+error codes.
+"""
+
+from __future__ import annotations
+
+from cannrt.acl._mdl_desc import (
+    add_dataset_buffer,
+    create_dataset,
+    create_desc,
+    destroy_dataset,
+    destroy_desc,
+    get_cur_output_dims,
+    get_dataset_buffer,
+    get_dataset_num_buffers,
+    get_desc,
+    get_dynamic_batch,
+    get_input_data_type,
+    get_input_dims,
+    get_input_dims_v2,
+    get_input_format,
+    get_input_index_by_name,
+    get_input_name_by_index,
+    get_input_size_by_index,
+    get_num_inputs,
+    get_num_outputs,
+    get_output_data_type,
+    get_output_dims,
+    get_output_format,
+    get_output_index_by_name,
+    get_output_name_by_index,
+    get_output_size_by_index,
+)
+from cannrt.acl._mdl_exec import (
+    execute,
+    execute_async,
+    load_from_file,
+    load_from_file_with_mem,
+    load_from_mem,
+    load_from_mem_with_mem,
+    query_size,
+    query_size_from_mem,
+    set_dynamic_batch_size,
+    unload,
+)
+
+__all__ = [
+    "add_dataset_buffer",
+    "create_dataset",
+    "create_desc",
+    "destroy_dataset",
+    "destroy_desc",
+    "execute",
+    "execute_async",
+    "get_cur_output_dims",
+    "get_dataset_buffer",
+    "get_dataset_num_buffers",
+    "get_desc",
+    "get_dynamic_batch",
+    "get_input_data_type",
+    "get_input_dims",
+    "get_input_dims_v2",
+    "get_input_format",
+    "get_input_index_by_name",
+    "get_input_name_by_index",
+    "get_input_size_by_index",
+    "get_num_inputs",
+    "get_num_outputs",
+    "get_output_data_type",
+    "get_output_dims",
+    "get_output_format",
+    "get_output_index_by_name",
+    "get_output_name_by_index",
+    "get_output_size_by_index",
+    "load_from_file",
+    "load_from_file_with_mem",
+    "load_from_mem",
+    "load_from_mem_with_mem",
+    "query_size",
+    "query_size_from_mem",
+    "set_dynamic_batch_size",
+    "unload",
+]
