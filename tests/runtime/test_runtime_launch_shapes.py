@@ -320,3 +320,22 @@ def test_int_and_float_scalars_of_distinct_values_reach_the_kernel_as_launched(r
         stream.launch("test_see", out, value)
     stream.synchronize()
     assert kernel_saw == [(int, 3), (float, 3.5), (int, 3), (float, 3.5)]
+
+
+def test_a_replaced_kernel_is_costed_by_its_own_work(rt: Runtime) -> None:
+    """The modelled duration of a launch shape follows the kernel registered now."""
+
+    def spin_kernel(ns: int) -> Kernel:
+        return Kernel("test_costed", lambda: None, lambda specs: Work(fixed_ns=ns), lambda specs: None, outputs=())
+
+    device = Device(0)
+    stream = device.stream()
+    durations = []
+    for ns in (1_000, 1_000_000):
+        register_kernel(spin_kernel(ns), replace=True)
+        start = stream.record()
+        stream.launch("test_costed")
+        end = stream.record()
+        end.synchronize()
+        durations.append(start.elapsed_ms(end))
+    assert durations[1] > 100 * durations[0]

@@ -45,9 +45,7 @@ WAIT_EXPIRED = 3  # an event wait reached its op wait timeout (aclrtSetOpWaitTim
 NEVER = 1 << 62
 CLOCK_LIMIT = 1 << 61  # a task due to start past this (73 years) fails: the clock keeps its range
 MAX_TASK_NS = 1 << 58  # a task longer than this (9 years) fails: ends stay below NEVER
-ARRIVAL_JUMP = True
-"""A lone SQ whose head arrives later, with nothing else pending, moves the clock there at once
-instead of through an ARRIVE event (same decisions; tests compare both)."""
+ARRIVAL_JUMP = True  # a lone SQ's later head moves the clock there at once, not via ARRIVE (tests compare)
 _KERNEL = int(SqeType.KERNEL)
 _AICPU = int(SqeType.AICPU)
 _SDMA = int(SqeType.SDMA)
@@ -56,10 +54,6 @@ _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_WRITES = (int(SqeType.EVENT_RECORD), int(SqeType.WRITE_VALUE))
 _AIVEC = int(CoreKind.AIVEC)
 _AICORE = int(CoreKind.AICORE)
-_TOO_LONG = int(ErrorCode.RT_AICORE_TIMEOUT)
-_KERNEL_FAILED = int(ErrorCode.RT_AICORE_EXCEPTION)
-_COPY_TOO_LONG = int(ErrorCode.RT_SYS_DMA)
-_CLOCK_EXHAUSTED = int(ErrorCode.RT_TS_ERROR)
 
 
 def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
@@ -67,9 +61,7 @@ def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
     return (sq.priority, sq.sq_id)
 
 
-# wall time the timeline waits at a callback's modelled end for the host to run it: within it the
-# callback completes exactly then (deterministic); past it, the callback is parked
-CALLBACK_PATIENCE_S = 1.0
+CALLBACK_PATIENCE_S = 1.0  # wall s a callback's modelled end waits for its host function, then it is parked
 
 
 class Timeline:
@@ -195,8 +187,7 @@ class Timeline:
             if not (lone and ARRIVAL_JUMP) or self._heap or self._ready or task.arrival_ns > self._bound:
                 self._push(task.arrival_ns, ARRIVE, sq)
                 return
-            # nothing else is pending before the arrival: move there at once (what popping an
-            # ARRIVE event with nothing beside it would do)
+            # nothing else pending before the arrival: move there (as popping a lone ARRIVE would)
             self.now = task.arrival_ns
         kind = task.sqe.sqe_type
         if self.now > CLOCK_LIMIT:
@@ -275,7 +266,7 @@ class Timeline:
         ns = self.costs.copy_latency_ns + int(sqe.length / gbps)
         if ns > MAX_TASK_NS:
             message = f"copy of {sqe.length} bytes would take {ns} ns (limit {MAX_TASK_NS})"
-            self._refuse(task, _COPY_TOO_LONG, message, ErrorType.MEMORY)
+            self._refuse(task, ErrorCode.RT_SYS_DMA, message, ErrorType.MEMORY)
             ns = 0
         end = self.now + ns
         self.sdma_free[engine] = end
@@ -312,10 +303,11 @@ class Timeline:
         try:
             block_ns, task.aux = self._kernel_costs.of(kernel, task.args, block_dim, len(heap))
         except Exception as exc:  # a user kernel's work model raised: the kernel fails, not the device
-            return self._refused_kernel(task, heap, start, _KERNEL_FAILED, f"{kernel.name} work model: {exc!r}")
+            message = f"{kernel.name} work model: {exc!r}"
+            return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_EXCEPTION, message)
         if (block_ns[0] if len(block_ns) == 1 else sum(block_ns)) > MAX_TASK_NS:
             message = f"{kernel.name} would run {sum(block_ns)} ns (limit {MAX_TASK_NS})"
-            return self._refused_kernel(task, heap, start, _TOO_LONG, message)
+            return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_TIMEOUT, message)
         launch_ns = self._block_launch_ns
         tracing = self.records is not None
         if len(block_ns) == 1:
@@ -359,7 +351,7 @@ class Timeline:
         """The clock passed CLOCK_LIMIT: every task fails at once (after its real run, if any)."""
         if not task.status:
             message = f"modelled clock at {self.now} ns, past its range ({CLOCK_LIMIT} ns)"
-            self._refuse(task, _CLOCK_EXHAUSTED, message, ErrorType.OTHERS)
+            self._refuse(task, ErrorCode.RT_TS_ERROR, message, ErrorType.OTHERS)
         if task.sqe.sqe_type != _PLACE_HOLDER and not task.real_done:
             task.released = True  # an event wait runs for real too, so later tasks do
             self._sync.await_real(task)
