@@ -6,6 +6,7 @@ cost model. Arguments: tensors first (inputs, then the output), scalars after.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -26,11 +27,13 @@ TILE_N = 256
 FLOAT_CODES = {0, 1, 11, 27}
 
 
-def _count(spec: TensorArg) -> int:
-    return int(np.prod(spec.shape, dtype=np.int64))
+def count(spec: TensorArg) -> int:
+    """Elements of a tensor argument."""
+    return math.prod(spec.shape)
 
 
-def _vector_rate(spec: TensorArg) -> float:
+def vector_rate(spec: TensorArg) -> float:
+    """Vector throughput of a dtype relative to fp32 lanes (fp16 and bf16 twice)."""
     return 2.0 if spec.dtype in (1, 27) else 1.0
 
 
@@ -48,17 +51,20 @@ def _check_same_shape(name: str, specs: ArgSpecs, tensors: int, scalars: int = 0
         raise KernelArgumentError(f"{name}: output dtype {numpy_dtype(out.dtype)} is not floating point")
 
 
-def _elementwise_work(ops_per_element: float) -> Callable[[ArgSpecs], Work]:
+def vector_work(tensor_count: int | None, ops_per_element: float) -> Callable[[ArgSpecs], Work]:
+    """Work of a vector kernel: ops per element of its one output (the last of its first
+    tensor_count tensors, None: of all), every input read once, the output written once."""
+
     def work(specs: ArgSpecs) -> Work:
-        tensors = [s for s in specs if isinstance(s, TensorArg)]
+        tensors = [s for s in specs if isinstance(s, TensorArg)][:tensor_count]
         out = tensors[-1]
-        count = _count(out)
+        elements = count(out)
         return Work(
-            vector_ops=count * ops_per_element,
-            vector_rate=_vector_rate(out),
+            vector_ops=elements * ops_per_element,
+            vector_rate=vector_rate(out),
             bytes_read=sum(tensor_nbytes(t) for t in tensors[:-1]),
             bytes_written=tensor_nbytes(out),
-            units=max(1, -(-count // ELEMENTS_PER_UNIT)),
+            units=max(1, -(-elements // ELEMENTS_PER_UNIT)),
         )
 
     return work
@@ -69,7 +75,7 @@ def _elementwise(name: str, tensors: int, ops: float, compute: Callable[..., Non
         Kernel(
             name=name,
             compute=compute,
-            work=_elementwise_work(ops),
+            work=vector_work(None, ops),
             check=lambda specs: _check_same_shape(name, specs, tensors),
             outputs=(tensors - 1,),
             core_kind=CoreKind.AIVEC,
@@ -77,7 +83,7 @@ def _elementwise(name: str, tensors: int, ops: float, compute: Callable[..., Non
     )
 
 
-def _compute_dtype(x: np.ndarray) -> np.dtype:
+def compute_dtype(x: np.ndarray) -> np.dtype:
     """fp32 for fp16/bf16/fp32 inputs (as the vector unit computes), fp64 for fp64 references."""
     return np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
 
@@ -101,13 +107,13 @@ def _relu(x: np.ndarray, out: np.ndarray) -> None:
 
 def _gelu(x: np.ndarray, out: np.ndarray) -> None:
     """CANN Gelu (tanh form): y = x / (1 + exp(-1.59576912 * (x + 0.044715 x^3)))."""
-    v = x.astype(_compute_dtype(x))
+    v = x.astype(compute_dtype(x))
     inner = -1.59576912 * (v + 0.044715 * v * v * v)
     out[...] = (v / (1.0 + np.exp(inner))).astype(out.dtype)
 
 
 def _softmax(x: np.ndarray, out: np.ndarray, axis: int = -1) -> None:
-    v = x.astype(_compute_dtype(x))
+    v = x.astype(compute_dtype(x))
     shifted = np.exp(v - v.max(axis=axis, keepdims=True))
     out[...] = (shifted / shifted.sum(axis=axis, keepdims=True)).astype(out.dtype)
 
@@ -193,7 +199,7 @@ RELU = _elementwise("relu", 2, 1.0, _relu)
 GELU = _elementwise("gelu", 2, 8.0, _gelu)
 CAST = _elementwise("cast", 2, 1.0, _cast)
 SOFTMAX = register_kernel(
-    Kernel("softmax", _softmax, _elementwise_work(5.0), _check_softmax, outputs=(1,), core_kind=CoreKind.AIVEC)
+    Kernel("softmax", _softmax, vector_work(None, 5.0), _check_softmax, outputs=(1,), core_kind=CoreKind.AIVEC)
 )
 MATMUL = register_kernel(
     Kernel("matmul", _matmul, _matmul_work, _check_matmul, outputs=(2,), core_kind=CoreKind.AICORE)

@@ -7,33 +7,16 @@ vector and cube units accumulate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
-from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
+from cannrt.abi import CoreKind, TensorArg, Work
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, TILE_M, TILE_N
+from cannrt.kernels.builtins import TILE_M, TILE_N, compute_dtype
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError, register_kernel, require_tensors
 
 PREFIX = "nn."
-HALF_CODES = {1, 27}  # fp16, bf16: twice the fp32 lanes on the vector unit
-
-
-def count(spec: TensorArg) -> int:
-    """Elements of a tensor argument."""
-    return math.prod(spec.shape)
-
-
-def tensors_of(specs: ArgSpecs) -> list[TensorArg]:
-    """The tensor arguments, in order."""
-    return [s for s in specs if isinstance(s, TensorArg)]
-
-
-def vector_rate(spec: TensorArg) -> float:
-    """Vector throughput of a dtype relative to fp32 lanes."""
-    return 2.0 if spec.dtype in HALF_CODES else 1.0
 
 
 def cube_rate(spec: TensorArg) -> float:
@@ -41,32 +24,9 @@ def cube_rate(spec: TensorArg) -> float:
     return {0: 0.25, 11: 0.0625, 2: 2.0}.get(spec.dtype, 1.0)
 
 
-def compute_dtype(x: np.ndarray) -> np.dtype:
-    """fp64 stays fp64 (references), every other float computes in fp32."""
-    return np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
-
-
 def as_compute(x: np.ndarray) -> np.ndarray:
     """x in its compute dtype (no copy when it already is)."""
     return x.astype(compute_dtype(x), copy=False)
-
-
-def vector_work(tensor_count: int, ops_per_element: float, outputs: int = 1) -> Callable[[ArgSpecs], Work]:
-    """Work of a vector kernel: ops per output element, every tensor read once and written once."""
-
-    def work(specs: ArgSpecs) -> Work:
-        tensors = tensors_of(specs)[:tensor_count]
-        outs = tensors[tensor_count - outputs :]
-        elements = sum(count(t) for t in outs)
-        return Work(
-            vector_ops=elements * ops_per_element,
-            vector_rate=vector_rate(outs[0]),
-            bytes_read=sum(tensor_nbytes(t) for t in tensors[: tensor_count - outputs]),
-            bytes_written=sum(tensor_nbytes(t) for t in outs),
-            units=max(1, -(-elements // ELEMENTS_PER_UNIT)),
-        )
-
-    return work
 
 
 CUBE_FRACTAL = 16  # the cube's m / n granule
@@ -99,6 +59,13 @@ def check_scalars(name: str, specs: ArgSpecs, tensors: int, ints: int = 0, float
         if isinstance(value, TensorArg) or (index < ints and not isinstance(value, int)):
             raise KernelArgumentError(f"{name}: argument {tensors + index} must be an int scalar")
     return args
+
+
+def check_same_shape(name: str, specs: ArgSpecs, ints: int = 0, floats: int = 0) -> None:
+    """An input and an output of one shape, then the scalars check_scalars takes."""
+    x, y = check_scalars(name, specs, 2, ints=ints, floats=floats)
+    if tuple(x.shape) != tuple(y.shape):
+        raise KernelArgumentError(f"{name}: input {x.shape} and output {y.shape} differ")
 
 
 def check_broadcast(name: str, inputs: list[TensorArg], out: TensorArg) -> None:

@@ -17,12 +17,12 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.builtins import compute_dtype
 from cannrt.kernels.nn.blas import limit_blas_threads, matmul_into
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
     check_float,
-    compute_dtype,
     cube_rate,
     cube_tiles,
     register,

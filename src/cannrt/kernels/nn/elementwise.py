@@ -12,18 +12,18 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cannrt.kernels.builtins import compute_dtype, vector_work
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
     as_compute,
     check_broadcast,
     check_float,
+    check_same_shape,
     check_scalars,
-    compute_dtype,
     register,
     sigmoid,
     store,
-    vector_work,
 )
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError
 
@@ -125,9 +125,7 @@ def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
             store(y, np.asarray(value))
 
     def check(specs: ArgSpecs) -> None:
-        x, y = check_scalars(name, specs, 2, floats=floats)
-        if tuple(x.shape) != tuple(y.shape):
-            raise KernelArgumentError(f"{name}: input {x.shape} and output {y.shape} differ")
+        check_same_shape(name, specs, floats=floats)
 
     return register(name, compute, vector_work(2, ops), check, (1,))
 
@@ -224,12 +222,6 @@ def _check_where(specs: ArgSpecs) -> None:
     check_broadcast("where", [c, a, b], y)
 
 
-def _check_not(specs: ArgSpecs) -> None:
-    x, y = check_scalars("not", specs, 2)
-    if tuple(x.shape) != tuple(y.shape):
-        raise KernelArgumentError(f"not: input {x.shape} and output {y.shape} differ")
-
-
 def _add_act(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float, beta: float) -> None:
     """Add with a fused activation (the residual Add + Relu of a ResNet block, in one pass)."""
     dtype = compute_dtype(a)
@@ -248,6 +240,8 @@ def _check_add_act(specs: ArgSpecs) -> None:
 
 KERNELS = {name: _unary(name, *entry) for name, entry in UNARY.items()}
 KERNELS.update({name: _binary(name, *entry) for name, entry in BINARY.items()})
-KERNELS["not"] = register("not", lambda x, y: store(y, np.logical_not(x)), vector_work(2, 1.0), _check_not, (1,))
+KERNELS["not"] = register(
+    "not", lambda x, y: store(y, np.logical_not(x)), vector_work(2, 1.0), lambda s: check_same_shape("not", s), (1,)
+)
 KERNELS["add_act"] = register("add_act", _add_act, vector_work(3, 1.0 + ACTIVATION_VECTOR_OPS), _check_add_act, (2,))
 KERNELS["where"] = register("where", _where, vector_work(4, 1.0), _check_where, (3,))

@@ -13,8 +13,8 @@ from collections.abc import Callable
 import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
-from cannrt.kernels.builtins import ELEMENTS_PER_UNIT
-from cannrt.kernels.nn.common import check_broadcast, check_scalars, count, register, store, vector_rate
+from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, count, vector_rate
+from cannrt.kernels.nn.common import check_broadcast, check_same_shape, check_scalars, register, store
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP = range(4)
@@ -91,12 +91,6 @@ def _cast(x: np.ndarray, y: np.ndarray) -> None:
             np.not_equal(x, 0, out=y)
         else:
             np.copyto(y, x.astype(y.dtype), casting="unsafe")
-
-
-def _check_same_shape(name: str, specs: ArgSpecs, ints: int = 0) -> None:
-    x, y = check_scalars(name, specs, 2, ints=ints)
-    if tuple(x.shape) != tuple(y.shape):
-        raise KernelArgumentError(f"{name}: input {x.shape} and output {y.shape} differ")
 
 
 def _transpose(x: np.ndarray, y: np.ndarray, *perm: int) -> None:
@@ -202,7 +196,7 @@ EXPAND = register("expand", lambda x, y: store(y, np.broadcast_to(x, y.shape)), 
 TILE = register("tile", _tile, _move_work(), _check_tile, (1,))
 FILL = register("fill", _fill, _move_work((), 0), _check_fill, (0,))
 SHAPE = register("shape", _shape, _move_work(()), _check_shape, (1,))
-CAST = register("cast", _cast, _move_work(), lambda s: _check_same_shape("cast", s), (1,))
+CAST = register("cast", _cast, _move_work(), lambda s: check_same_shape("cast", s), (1,))
 TRANSPOSE = register("transpose", _transpose, _move_work(), _check_transpose, (1,))
 CONCAT_INTO = register("concat_into", _concat_into, _move_work((0,), 0), _check_concat_into, (1,))
 SLICE = register("slice", _slice, _move_work(), _check_slice, (1,))

@@ -14,19 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
-from cannrt.kernels.builtins import ELEMENTS_PER_UNIT
-from cannrt.kernels.nn.common import (
-    ACT_NONE,
-    activate,
-    as_compute,
-    check_float,
-    check_scalars,
-    compute_dtype,
-    count,
-    register,
-    store,
-    vector_rate,
-)
+from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, count, vector_rate
+from cannrt.kernels.nn.common import ACT_NONE, activate, as_compute, check_float, check_scalars, register, store
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 SOFTMAX, LOG_SOFTMAX, HARDMAX = range(3)

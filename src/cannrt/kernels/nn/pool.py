@@ -14,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
-from cannrt.kernels.builtins import ELEMENTS_PER_UNIT
-from cannrt.kernels.nn.common import as_compute, check_scalars, compute_dtype, register, store, vector_rate
+from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, vector_rate
+from cannrt.kernels.nn.common import as_compute, check_scalars, register, store
 from cannrt.kernels.nn.window import Window, padded, valid_counts
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 

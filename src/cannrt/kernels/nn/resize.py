@@ -15,8 +15,8 @@ import math
 import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
-from cannrt.kernels.builtins import ELEMENTS_PER_UNIT
-from cannrt.kernels.nn.common import check_scalars, count, register, store, vector_rate
+from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, count, vector_rate
+from cannrt.kernels.nn.common import check_scalars, register, store
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 NEAREST, LINEAR, CUBIC = range(3)
