@@ -240,3 +240,30 @@ def test_executes_from_several_threads_do_not_interleave(npu) -> None:
         np.testing.assert_allclose(
             npu.download(outputs[0][0], (M, N), np.float32), reference(x, *weights())[0], rtol=1e-5
         )
+
+
+def test_a_work_tensor_past_the_work_section_is_refused_even_when_the_weights_follow_it(npu) -> None:
+    """Each reference is held to its own section: one caller block holding the work section and
+    right after it the weights does not let a work tensor run on into the weights."""
+    ctx = npu.ctx()
+    om = dense_model()
+    gear = om.gears[0]
+    past = om.work_size - 8  # 16 bytes: the last 8 inside the weight section
+    overrun = dataclasses.replace(
+        gear,
+        tasks=(
+            KernelTask(
+                0, "relu", 1, (TensorRef(Section.WORK, 0, 0, (4,)), TensorRef(Section.WORK, past, 0, (4,))), "R", "Relu"
+            ),
+        ),
+    )
+    block = memory_ops.malloc(ctx, om.work_size + om.weight_size)
+    with pytest.raises(CannError) as info:
+        LoadedModel(
+            ctx,
+            dataclasses.replace(om, gears=(overrun,)),
+            (block, om.work_size),
+            (block + om.work_size, om.weight_size),
+        )
+    assert info.value.code == model_codes.GE_PARAM_INVALID
+    assert "past the section" in str(info.value)

@@ -74,7 +74,7 @@ class LoadedModel:
             if not self.programs:
                 raise CannError(GE_PARAM_INVALID, f"model {model.name!r} has no task list")
             for program in self.programs:
-                program.check_extents(work[1] or model.work_size, model.weight_size, self.work, self.weight)
+                program.check_extents(work[1] or model.work_size, model.weight_size)
                 program.check_io(len(model.inputs), len(model.outputs))
                 self._check_kernels(program)
             self.streams = [context.create_stream() for _ in range(max(1, model.num_streams))]

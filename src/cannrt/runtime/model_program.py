@@ -61,6 +61,7 @@ class GearProgram:
         self.steps: list[Step] = []
         self._templates: list[list[ParamValue]] = []  # kernel args or [src, dst] of a memcpy
         self._slots: list[IoSlot] = []
+        self._extents: list[tuple[int, Section, int, int]] = []  # (step, WORK/WEIGHT, offset, end)
         self._bound: tuple[Addresses, Addresses] | None = None
         self.args: list[tuple[ParamValue, ...]] = []  # per step, bound to the last buffers
         self.tasks_per_stream: dict[int, list[int]] = {}  # logical stream -> its step indices
@@ -101,26 +102,23 @@ class GearProgram:
                 raise CannError(GE_PARAM_INVALID, f"task {step}: argument {pos} is {type(ref).__name__}")
             return ref
         shape = tuple(int(d) for d in ref.shape)
-        if ref.section == Section.WORK:
-            return TensorArg(work + ref.offset, ref.dtype, shape)
-        if ref.section == Section.WEIGHT:
-            return TensorArg(weight + ref.offset, ref.dtype, shape)
+        if ref.section in (Section.WORK, Section.WEIGHT):
+            arg = TensorArg((work if ref.section == Section.WORK else weight) + ref.offset, ref.dtype, shape)
+            self._extents.append((step, Section(ref.section), ref.offset, ref.offset + tensor_nbytes(arg)))
+            return arg
         self._slots.append(IoSlot(step, pos, Section(ref.section), ref.index, ref.offset, ref.dtype, shape))
         return TensorArg(0, ref.dtype, shape)
 
-    def check_extents(self, work_size: int, weight_size: int, work: int, weight: int) -> None:
-        """Every work / weight argument lies inside its block (a bad model is refused at load)."""
-        for index, template in enumerate(self._templates):
-            for arg in template:
-                if not isinstance(arg, TensorArg) or not arg.address:
-                    continue
-                tensor = arg
-                end = tensor.address + tensor_nbytes(tensor)
-                inside = (work <= tensor.address and end <= work + work_size) or (
-                    weight <= tensor.address and end <= weight + weight_size
+    def check_extents(self, work_size: int, weight_size: int) -> None:
+        """Every work / weight argument lies inside its own section (a bad model is refused at load)."""
+        sizes = {Section.WORK: work_size, Section.WEIGHT: weight_size}
+        for step, section, offset, end in self._extents:
+            if offset < 0 or end > sizes[section]:
+                raise CannError(
+                    GE_PARAM_INVALID,
+                    f"task {step}: a tensor at {section.name} offset {offset} runs to {end}, "
+                    f"past the section's {sizes[section]} bytes",
                 )
-                if not inside:
-                    raise CannError(GE_PARAM_INVALID, f"task {index}: a tensor runs outside the model's memory")
 
     def io_extent(self, section: Section, index: int) -> int:
         """Bytes of user buffer `index` the tasks touch (the buffer must hold at least these)."""
