@@ -126,7 +126,9 @@ def plan_feature_maps(
 
     places: dict[str, Place] = {}
     groups: dict[str, list[str]] = {}
-    for name in {n for names in (*usage.reads, *usage.writes) for n in names}:
+    # in first-use order, not a set's: the planner breaks ties by input order, so the plan (and the
+    # .om) must not depend on the hash seed
+    for name in dict.fromkeys(n for names in (*usage.reads, *usage.writes) for n in names):
         groups.setdefault(root(name), []).append(name)
     io_of: dict[str, Place] = {}
     for i, name in enumerate(inputs):
@@ -143,11 +145,7 @@ def plan_feature_maps(
             readers.setdefault(root(name), []).append(n)
     lifetimes: list[Lifetime] = []
     for key, members in groups.items():
-        place = io_of.get(key)
-        if place is None:
-            for member in members:
-                if member in io_of:
-                    place = io_of[member]
+        place = io_of.get(key)  # io_of is keyed by root: every member's root is key
         if place is not None:
             for member in members:
                 places[member] = place
