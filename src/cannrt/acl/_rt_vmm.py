@@ -42,10 +42,6 @@ class _Physical:
 _physical: HandleTable[_Physical] = HandleTable(Kind.PHYSICAL_MEMORY)
 
 
-def _prop_device(prop: Any) -> int:
-    return _prop(prop)[0]
-
-
 def _prop(prop: Any) -> tuple[int, int]:
     """(device, granularity) of an aclrtPhysicalMemProp: 1 GiB for the HUGE1G memAttrs, else 2 MiB."""
     if prop is None:

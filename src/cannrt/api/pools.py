@@ -40,33 +40,18 @@ def _new_pool(context: Context) -> CachingAllocator:
     pool = CachingAllocator(
         lambda nbytes: memory_ops.malloc_segment(context, nbytes),
         lambda address: memory_ops.free_segment(context, address),
-        _record,
-        _done,
+        stream_pools.free_point,
+        stream_pools.free_point_reached,
         context.note_block,  # the MMU checks accesses against the block; reports name it
         lambda: memory_ops.quiesce(context),
     )
 
-    clock = context.runtime.clock
-
     def on_event(action: str, address: int, delta: int, stream: Hashable) -> None:
-        timeline = memory_ops.timeline_of(context)
-        if timeline.enabled:
-            stream_id = stream.stream_id if isinstance(stream, RtStream) else -1
-            timeline.record(clock.now_ns, action, address, delta, "caching", stream_id)
+        stream_id = stream.stream_id if isinstance(stream, RtStream) else -1
+        memory_ops.record_event(context, action, address, delta, "caching", stream_id)
 
     pool.on_event = on_event
     return pool
-
-
-def _record(stream: Hashable) -> stream_pools.FreePoint:
-    """Where the other stream's work stands at the free (its queued work must run before reuse)."""
-    assert isinstance(stream, RtStream)
-    return stream_pools.FreePoint(stream, stream.tail)
-
-
-def _done(point: object) -> bool:
-    assert isinstance(point, stream_pools.FreePoint)
-    return point.reached()
 
 
 def allocate(context: Context, nbytes: int, stream: RtStream) -> Block:

@@ -279,9 +279,6 @@ def _checked_copy(ctx: Context, dst: int, dst_max: int, src: int, count: int, ki
     """Every check of a copy, each pointer located once; returns the resolved kind."""
     check_copy(ctx, dst, dst_max, src, count)
     src_extent, dst_extent = _locate(ctx, src), _locate(ctx, dst)
-    for extent, address, role in ((src_extent, src, "src"), (dst_extent, dst, "dst")):
-        if extent is None:
-            _check_not_freed(ctx, address, role)
     resolved = resolve_kind(kind, src_extent, dst_extent)
     _check_range(ctx, src, count, "src", src_extent, write=False)
     _check_range(ctx, dst, count, "dst", dst_extent, write=True)

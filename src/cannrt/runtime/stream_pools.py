@@ -43,8 +43,8 @@ def create(context: Context, max_size: int | None = None) -> int:
     pool = StreamOrderedPool(
         lambda nbytes: memory_ops.malloc_segment(context, nbytes),
         lambda address: memory_ops.free_segment(context, address),
-        _record,
-        _done,
+        free_point,
+        free_point_reached,
         _waiter(context),
         max_size=max_size,
         on_block=context.note_block,
@@ -172,12 +172,14 @@ class FreePoint:
         return self.stream.destroyed or self.stream.head() >= self.position
 
 
-def _record(stream: Hashable) -> FreePoint:
+def free_point(stream: Hashable) -> FreePoint:
+    """Where a stream's work stands at a free: its queued work must run before the block is reused."""
     assert isinstance(stream, Stream)
     return FreePoint(stream, stream.tail)
 
 
-def _done(point: object) -> bool:
+def free_point_reached(point: object) -> bool:
+    """The pools' test of a FreePoint."""
     assert isinstance(point, FreePoint)
     return point.reached()
 
