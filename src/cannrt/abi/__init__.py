@@ -22,6 +22,7 @@ from cannrt.abi.params import (
     unpack_params,
 )
 from cannrt.abi.records import (
+    OVERFLOW_STATUS_BYTES,
     RECORD_MEMSET,
     DumpMode,
     DumpRecord,
@@ -73,6 +74,7 @@ __all__ = [
     "EVENT_SQE",
     "KERNEL_SQE",
     "MAX_PARAM_BYTES",
+    "OVERFLOW_STATUS_BYTES",
     "RECORD_MEMSET",
     "SDMA_SQE",
     "SQE_BYTES",

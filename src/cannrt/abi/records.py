@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from cannrt.abi.work import PipeTimes, Work
 
+OVERFLOW_STATUS_BYTES = 64  # what aclrtGetOverflowStatus copies out: the status word, zero-padded
 RECORD_MEMSET = -2  # TaskRecord.copy_kind of an SDMA memset (a copy carries its CopyKind)
 
 

@@ -8,12 +8,12 @@ to every device opened later.
 
 from __future__ import annotations
 
+from cannrt.abi import OVERFLOW_STATUS_BYTES
 from cannrt.acl._state import STATE, api, as_handle, as_int, fail, runtime, stream_of
 from cannrt.errors import ErrorCode
 
 ACL_RT_OVERFLOW_MODE_SATURATION = 0
 ACL_RT_OVERFLOW_MODE_INFNAN = 1  # the default
-OVERFLOW_STATUS_BYTES = 64
 
 
 def apply_device_settings(device_id: int) -> None:

@@ -379,4 +379,4 @@ class Executor:
         self._reports.fault(task, code, error_type, bits, message, site)
 
 
-__all__ = ["Executor", "copy_parts", "host_array"]
+__all__ = ["Executor"]

@@ -7,7 +7,16 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from cannrt.abi import CQE_DISCARDED, SQE_WORDS, CoreKind, DumpRecord, ErrorType, ExceptionRecord, KernelSqe
+from cannrt.abi import (
+    CQE_DISCARDED,
+    OVERFLOW_STATUS_BYTES,
+    SQE_WORDS,
+    CoreKind,
+    DumpRecord,
+    ErrorType,
+    ExceptionRecord,
+    KernelSqe,
+)
 from cannrt.device.code import pc_of_line
 from cannrt.device.queues import CompletionQueue
 from cannrt.errors import ErrorCode
@@ -16,7 +25,6 @@ if TYPE_CHECKING:
     from cannrt.device.task import Task
 
 CallbackSink = Callable[[int, int, int, int, int, int], None]  # dev, sq, stream, task, callback, token
-OVERFLOW_STATUS_BYTES = 64  # what aclrtGetOverflowStatus copies out
 
 
 class FaultSite(NamedTuple):

@@ -7,7 +7,7 @@ import threading
 
 from cannrt.abi import CopyKind
 from cannrt.config import Settings
-from cannrt.device.executor import copy_parts, host_array
+from cannrt.device.copies import copy_parts, host_array
 from cannrt.device.fabric import Fabric
 from cannrt.device.memory import (
     GIANT_PAGE,

@@ -152,7 +152,9 @@ class DumpWriter:
         if manifest is None:  # a folder written before (another run) keeps its ops
             manifest = self.manifests[folder] = Manifest(folder, self.stats_only)
         counted = (record.device_id, op_name)
-        occurrence = self._occurrences.get(counted, manifest.occurrences(op_name))
+        occurrence = self._occurrences.get(counted)
+        if occurrence is None:  # the first of this op in this run: count what the folder holds
+            occurrence = manifest.occurrences(op_name)
         self._occurrences[counted] = occurrence + 1
         op_type = op_type_of(record.kernel_name)
         name = dump_file_name(op_type, op_name, occurrence, record.task_id, record.stream_id, record.end_ns // 1000)

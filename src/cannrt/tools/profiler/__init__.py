@@ -7,9 +7,8 @@ from __future__ import annotations
 from cannrt.tools.profiler.metrics import GROUPS, check_group, core_time, group_values, memory_bound, pipe_ratios
 from cannrt.tools.profiler.records import HostSlice, host_slices, task_type, wait_times_ns
 from cannrt.tools.profiler.summary import api_statistic, l2_cache, op_summary, op_summary_head, task_time
-from cannrt.tools.profiler.trace import chrome_trace
 from cannrt.tools.profiler.validate import validate_trace
-from cannrt.tools.profiler.writer import OUTPUT_DIR, write_profile
+from cannrt.tools.profiler.writer import OUTPUT_DIR
 
 __all__ = [
     "GROUPS",
@@ -17,7 +16,6 @@ __all__ = [
     "HostSlice",
     "api_statistic",
     "check_group",
-    "chrome_trace",
     "core_time",
     "group_values",
     "host_slices",
@@ -30,5 +28,4 @@ __all__ = [
     "task_type",
     "validate_trace",
     "wait_times_ns",
-    "write_profile",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cannrt.abi import SqeType, TaskRecord
+from cannrt.abi import RECORD_MEMSET, SqeType, TaskRecord
 from cannrt.config import ChipSpec
 from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.records import MEMCPY_KIND_NAMES, task_type
@@ -119,7 +119,9 @@ class ProfileStats:
                 totals = self.kernels[key] = KernelTotals(*key)
             totals.add(record, self.chip)
         elif record.sqe_type == SqeType.SDMA:
-            direction = MEMCPY_KIND_NAMES.get(record.copy_kind, "MEMSET" if record.copy_kind == -2 else "OTHER")
+            direction = MEMCPY_KIND_NAMES.get(
+                record.copy_kind, "MEMSET" if record.copy_kind == RECORD_MEMSET else "OTHER"
+            )
             entry = self.copies.setdefault(direction, [0, 0, 0])
             entry[0] += record.bytes_written
             entry[1] += record.end_ns - record.start_ns

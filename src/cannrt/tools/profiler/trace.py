@@ -8,14 +8,14 @@ it queued. Events are made one task at a time (`TraceBuilder`), so the writer ca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from cannrt.abi import CopyKind, CoreKind, SqeType, TaskRecord
 from cannrt.config import ChipSpec
 from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.counters import CounterTrack
-from cannrt.tools.profiler.records import HostSlice, device_tasks, is_kernel, task_label, task_type, wait_times_ns
+from cannrt.tools.profiler.records import HostSlice, is_kernel, task_label, task_type
 
 Event = dict[str, Any]
 HOST_PID = 1
@@ -176,25 +176,3 @@ class TraceBuilder:
         for key in sorted(self._counters):
             yield from self._counters[key].finish()
         yield from self._memory
-
-
-def chrome_trace(
-    records: Iterable[TaskRecord],
-    slices: Sequence[HostSlice],
-    chip: ChipSpec,
-    op_names: Mapping[tuple[int, int, int, int], str] | None = None,
-) -> dict[str, Any]:
-    """The whole msprof_<ts>.json object: {"traceEvents": [...], "displayTimeUnit": "ms"} (in memory;
-    the writer streams the same events)."""
-    tasks = device_tasks(records)
-    span = (tasks[0].start_ns, max(r.end_ns for r in tasks)) if tasks else (0, 0)
-    builder = TraceBuilder(chip, span)
-    names = op_names or {}
-    events: list[Event] = []
-    for host in slices:
-        events += builder.host(host)
-    for record, wait in zip(tasks, wait_times_ns(tasks), strict=True):
-        name = names.get((record.device_id, record.stream_id, record.task_id, record.arrival_ns))
-        events += builder.task(record, wait, name)
-    events += builder.closing_events()
-    return {"traceEvents": events, "displayTimeUnit": "ms"}

@@ -247,20 +247,3 @@ def write_collected(
     finally:
         export.finish()
     return folder
-
-
-def write_profile(
-    root: str | Path,
-    records: Iterable[TaskRecord],
-    api: Iterable[ApiLike],
-    chip: ChipSpec,
-    group: str = "PipeUtilization",
-    stamp: str | None = None,
-    costs: HostCosts | None = None,
-) -> Path:
-    """Write the msprof folder from lists of task records and recorded host calls."""
-    tasks = sorted(records, key=lambda r: (r.start_ns, r.device_id, r.stream_id, r.task_id))
-    calls = sorted(api, key=lambda a: (a.start_ns, a.end_ns, a.name))
-    span = (tasks[0].start_ns, max(r.end_ns for r in tasks)) if tasks else (0, 0)
-    data = Collected(lambda: iter(tasks), lambda: iter(calls), chip, costs or HostCosts(), span=span)
-    return write_collected(root, data, group, stamp)
