@@ -197,7 +197,8 @@ class LoadedModel:
     def _replay(self, program: GearProgram, args: list[tuple[ParamValue, ...]], streams: list[Stream]) -> None:
         events = self.events
         runtime = self.context.runtime
-        profiling = runtime.api_records is not None  # then each task's node is noted for the profile
+        if runtime.api_records is not None:  # a profile names the kernels by node and op type
+            model_names.note(runtime, program.op_types)
         for step, step_args in zip(program.steps, args, strict=True):
             target = streams[step.stream]
             if step.kind == KERNEL:
@@ -208,12 +209,8 @@ class LoadedModel:
                 target.submit_sdma(SdmaOp.COPY, CopyKind.DEVICE_TO_DEVICE, src.address, dst.address, step.nbytes)
             elif step.kind == RECORD:
                 events[step.event].record(target)
-                continue
             else:
                 events[step.event].wait_on(target)
-                continue
-            if profiling and step.node:
-                model_names.note(runtime, step.node, step.op_type)
 
     def _wait(self, program: GearProgram, streams: list[Stream]) -> None:
         """Synchronize every stream of a sync execute; a fault names the node that raised it."""

@@ -15,10 +15,10 @@ _tables: weakref.WeakKeyDictionary[Runtime, dict[str, str]] = weakref.WeakKeyDic
 _lock = threading.Lock()
 
 
-def note(runtime: Runtime, node: str, op_type: str) -> None:
-    """Remember that node is of op_type (while a profiler collects)."""
+def note(runtime: Runtime, op_types: dict[str, str]) -> None:
+    """Remember the op type of each node of a model being executed (while a profiler collects)."""
     with _lock:
-        _tables.setdefault(runtime, {})[node] = op_type
+        _tables.setdefault(runtime, {}).update(op_types)
 
 
 def op_types(runtime: Runtime) -> dict[str, str]:

@@ -65,12 +65,15 @@ class GearProgram:
         self._bound: tuple[Addresses, Addresses] | None = None
         self.args: list[tuple[ParamValue, ...]] = []  # per step, bound to the last buffers
         self.tasks_per_stream: dict[int, list[int]] = {}  # logical stream -> its step indices
+        self.op_types: dict[str, str] = {}  # node -> ONNX op type of the kernel steps (profiles name them)
         recorded: set[int] = set()
         for task in gear.tasks:
             index = len(self.steps)
             self.tasks_per_stream.setdefault(task.stream, []).append(index)
             if isinstance(task, KernelTask):
                 self.steps.append(Step(KERNEL, task.stream, task.kernel, task.block_dim, task.node, task.op_type))
+                if task.node:
+                    self.op_types[task.node] = task.op_type
                 self._templates.append(
                     [self._resolve(ref, index, pos, work, weight) for pos, ref in enumerate(task.args)]
                 )
