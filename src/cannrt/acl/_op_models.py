@@ -124,12 +124,14 @@ def _io_pattern(io: IoDesc) -> DescPattern:
 
 
 def _om_model(model: OfflineModel, where: str) -> OpModel:
-    """The operator a single-operator .om was compiled from: its op (the singleop entry atc
-    recorded, else the model's one node), its I/O descriptions and attributes."""
+    """The operator a single-operator .om was compiled from: the ops.json entry atc recorded (read
+    as the JSON files are), else the model's one node with the model's I/O descriptions."""
     graph = model.graph if isinstance(model.graph, dict) else {}
-    entry = graph.get("singleop") if isinstance(graph.get("singleop"), dict) else None
+    entry = graph.get("singleop")
+    if isinstance(entry, dict) and isinstance(entry.get("op"), str) and entry.get("input_desc"):
+        return _model(entry, where)
     nodes = [n for n in graph.get("nodes", []) if isinstance(n, dict)]
-    if entry is not None and isinstance(entry.get("op"), str):
+    if isinstance(entry, dict) and isinstance(entry.get("op"), str):
         op_type = entry["op"]
         attrs = tuple((str(a.get("name")), _attr_value(a)) for a in entry.get("attr", []) if isinstance(a, dict))
     elif len(nodes) == 1 and isinstance(nodes[0].get("op_type"), str):
@@ -140,10 +142,6 @@ def _om_model(model: OfflineModel, where: str) -> OpModel:
         raise ValueError(f"{where}: not a single-operator model ({len(nodes)} nodes)")
     if op_type not in OPS:
         raise LookupError(f"{where}: operator {op_type!r} has no kernel in cannrt")
-    if entry is not None and entry.get("input_desc"):  # as the ops.json gave them (-1 wildcards kept)
-        inputs = tuple(_pattern(d, f"{where} input {i}") for i, d in enumerate(entry["input_desc"]))
-        outputs = tuple(_pattern(d, f"{where} output {i}") for i, d in enumerate(entry.get("output_desc", [])))
-        return OpModel(op_type, inputs, outputs, attrs)
     inputs = tuple(_io_pattern(io) for io in model.inputs)
     return OpModel(op_type, inputs, tuple(_io_pattern(io) for io in model.outputs), attrs)
 
