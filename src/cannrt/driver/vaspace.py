@@ -28,7 +28,7 @@ class VaAllocator:
         self._free_starts = [base]
         self._free_ends = [limit]
         self._reserved: dict[int, int] = {}  # start -> size
-        self._user: set[int] = set()  # starts of reservations made by aclrtReserveMemAddress (VMM)
+        self._user: list[int] = []  # starts of reservations made by aclrtReserveMemAddress (VMM), sorted
         self._quarantine: deque[int] = deque()  # starts of freed ranges, oldest first
         self._quarantined_bytes = 0
         self._on_evict = on_evict  # told the start of each range leaving the quarantine
@@ -44,7 +44,7 @@ class VaAllocator:
             self._evict(len(self._quarantine))
             start = self._reserve(size, alignment, expect)
         if user:
-            self._user.add(start)
+            bisect.insort(self._user, start)
         return start
 
     def _reserve(self, size: int, alignment: int, expect: int) -> int:
@@ -98,7 +98,7 @@ class VaAllocator:
 
     def user_range(self, start: int, size: int) -> int | None:
         """The VMM reservation holding [start, start + size), if any."""
-        starts = sorted(self._user)
+        starts = self._user
         index = bisect.bisect_right(starts, start) - 1
         if index >= 0 and start + size <= starts[index] + self._reserved[starts[index]]:
             return starts[index]
@@ -106,14 +106,17 @@ class VaAllocator:
 
     def is_user(self, start: int) -> bool:
         """True if start begins a VMM reservation."""
-        return start in self._user
+        index = bisect.bisect_left(self._user, start)
+        return index < len(self._user) and self._user[index] == start
 
     def release(self, start: int) -> int:
         """Release a reservation; returns its size. AddressRangeError if start was not reserved."""
         size = self._reserved.pop(start, None)
         if size is None:
             raise AddressRangeError(f"0x{start:x} is not the start of a reservation")
-        self._user.discard(start)
+        index = bisect.bisect_left(self._user, start)
+        if index < len(self._user) and self._user[index] == start:
+            del self._user[index]
         end = start + size
         index = bisect.bisect_left(self._free_starts, start)
         if index < len(self._free_starts) and self._free_starts[index] == end:
