@@ -22,6 +22,7 @@ CUDA's cudaMemPool semantics).
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -159,17 +160,17 @@ class StreamOrderedPool:
 
     def _reusable(self, size: int, stream: Hashable) -> _Block | None:
         """Best fit: first a block free for stream now, then one reached through a wait."""
-        index = bisect.bisect_left(self._free, (size, -1))
-        candidates = [entry[2] for entry in self._free[index:]]
+        free = self._free
+        index = bisect.bisect_left(free, (size, -1))
         opportunistic = self.attrs[PoolAttr.REUSE_ALLOW_OPPORTUNISTIC]
-        for block in candidates:
+        for _, _, block in itertools.islice(free, index, None):  # the list is not changed while read
             if block.stream == stream or block.event is None:
                 return block
             if opportunistic and self._done(block.event):
                 block.event = None
                 return block
         if self.attrs[PoolAttr.REUSE_ALLOW_INTERNAL_DEPENDENCIES]:
-            for block in candidates:
+            for _, _, block in itertools.islice(free, index, None):
                 assert block.event is not None
                 if not self._done(block.event):
                     self._wait(stream, block.event)  # the allocating stream waits for the free
