@@ -27,6 +27,7 @@ from cannrt.abi import (
 )
 from cannrt.device.kernel_costs import KernelCosts
 from cannrt.device.l2 import L2Model
+from cannrt.device.placement import place
 from cannrt.device.records import task_record
 from cannrt.errors import ErrorCode
 
@@ -289,7 +290,14 @@ class Timeline:
         elif task.fault is not None:
             self._reports.place_fault(task, heap)  # the core the faulting block ran on
         floor = start + self._kernel_floor_ns
-        self._start(sq, task, end if end > floor else floor)
+        if end < floor:
+            end = floor
+        sq.model_queue.popleft()  # _start, inline
+        sq.model_busy = True
+        task.start_ns = now
+        task.end_ns = end
+        self._seq += 1
+        heapq.heappush(self._heap, (end, COMPLETE, self._seq, task))
 
     def _place_blocks(self, task: Task, sqe: KernelSqe, heap: list[tuple[int, int]], start: int) -> int:
         """Blocks onto least-loaded cores (earliest free, then lowest id); returns the end and
@@ -305,37 +313,26 @@ class Timeline:
         except Exception as exc:  # a user kernel's work model raised: the kernel fails, not the device
             message = f"{kernel.name} work model: {exc!r}"
             return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_EXCEPTION, message)
-        if (block_ns[0] if len(block_ns) == 1 else sum(block_ns)) > MAX_TASK_NS:
-            message = f"{kernel.name} would run {sum(block_ns)} ns (limit {MAX_TASK_NS})"
-            return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_TIMEOUT, message)
-        launch_ns = self._block_launch_ns
-        tracing = self.records is not None
         if len(block_ns) == 1:
+            ns = block_ns[0]
+            if ns > MAX_TASK_NS:
+                return self._too_long(task, heap, start, kernel.name, ns)
             free_at, core = heap[0]
             at = free_at if free_at > start else start
-            finish = at + block_ns[0] + (launch_ns if at > start else 0)
+            finish = at + ns + (self._block_launch_ns if at > start else 0)
             heapq.heapreplace(heap, (finish, core))
-            if tracing:
+            if self.records is not None:
                 task.blocks = ((core, at, finish),)
             task.cores = self._one_core[core]
             return finish
-        used: list[int] = []
-        end = start
-        spans: list[tuple[int, int, int]] = []
-        for ns in block_ns:
-            free_at, core = heap[0]
-            at = free_at if free_at > start else start
-            finish = at + ns + (launch_ns if at > start else 0)
-            heapq.heapreplace(heap, (finish, core))
-            if finish > end:
-                end = finish
-            if core not in used:
-                used.append(core)
-            if tracing:
-                spans.append((core, at, finish))
-        task.blocks = tuple(spans)
-        task.cores = tuple(used)
+        if sum(block_ns) > MAX_TASK_NS:
+            return self._too_long(task, heap, start, kernel.name, sum(block_ns))
+        end, task.cores, task.blocks = place(heap, block_ns, start, self._block_launch_ns, self.records is not None)
         return end
+
+    def _too_long(self, task: Task, heap: list[tuple[int, int]], start: int, name: str, ns: int) -> int:
+        message = f"{name} would run {ns} ns (limit {MAX_TASK_NS})"
+        return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_TIMEOUT, message)
 
     def _refuse(self, task: Task, code: int, message: str, error_type: int = ErrorType.AICORE) -> None:
         """Fail a task whose modelled time would leave the clock's range (it takes no time)."""
