@@ -26,7 +26,6 @@ kernel was registered or replaced (the registry's generation moved) or its shape
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -53,6 +52,7 @@ if TYPE_CHECKING:
     from cannrt.driver.sq_ring import SqRing
     from cannrt.runtime.host_clock import HostClock
     from cannrt.runtime.stream import Stream
+    from cannrt.runtime.submit_lock import SubmitLock
 
 MAX_BLOCK_DIM = 65535
 MAX_SHAPES_PER_DEPTH = 4  # kept shapes (with or without arguments) per SQ entry
@@ -104,7 +104,7 @@ class Launcher:
         "_stream_id", "senders",
     )  # fmt: skip
 
-    def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: threading.Lock) -> None:
+    def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: SubmitLock) -> None:
         self._stream = stream  # whose tail (next position) launches take, under its submit lock
         self._context = stream.context
         self._runtime = stream.context.runtime
@@ -261,13 +261,23 @@ class Launcher:
         a shape without a slot has no last use to track. Once a kernel was registered or
         replaced, or the shape dropped (its slot may be another's), it hands the launch back to
         the checks."""
-        acquire, release = self._lock.acquire, self._lock.release  # cheaper than `with` here
+        lock = self._lock  # its C calls bound: the cheapest way in and out
+        take, give, waiters, wait_for_token, wake_waiter = (
+            lock.take,
+            lock.give,
+            lock.waiters,
+            lock.wait_for_token,
+            lock.wake_waiter,
+        )
         stream, clock, send = self._stream, self._clock, self._send_template
         prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
         used, checked = self._shapes.move_to_end, self._launch_checked
 
         def sender() -> int:
-            acquire()
+            try:
+                take()
+            except IndexError:  # another thread is submitting on this stream
+                wait_for_token()
             try:
                 if shape.generation == GENERATION[0]:
                     now = clock.now_ns = clock.now_ns + launch_ns
@@ -279,7 +289,9 @@ class Launcher:
                 else:
                     position = -1
             finally:
-                release()
+                give(None)
+                if waiters[0]:
+                    wake_waiter()
             return position if position >= 0 else checked(name, block_dim, args, None)
 
         return sender
