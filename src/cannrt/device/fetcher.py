@@ -24,7 +24,7 @@ from cannrt.abi import (
 )
 from cannrt.device.code import KernelCode
 from cannrt.device.fabric import Fabric
-from cannrt.device.memory import DeviceFault
+from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.queues import SubmissionQueue
 from cannrt.device.reports import Reports
 from cannrt.device.sync import DeviceHang, DeviceSync
@@ -119,6 +119,11 @@ class Fetcher:
         ring, arrivals, depth, decoded = sq.ring, sq.arrival_ns, sq.depth, self._decoded
         to_run, to_model = sq.real_queue.append, model_queue.append
         position, tail = sq.fetched, sq.tail
+        try:
+            space: AddressSpace | None = self._fabric.space(sq.asid)  # where parameter blocks are read
+        except KeyError:  # the context is gone: _prefetch_params reports each task
+            space = None
+        params = self._params
         while position < tail:
             slot = position % depth
             raw = ring[slot]
@@ -133,8 +138,14 @@ class Fetcher:
                 task = Task(sq, position, known[0], raw, arrivals[slot], raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
                 if known[1] is not None:
                     task.kernel = known[1]
-                    if known[2]:
-                        self._prefetch_params(task, known)
+                    if known[2]:  # the block, through the view kept while its mapping is unchanged
+                        args = None
+                        if space is not None and known[3] is space and known[4] == space.generation:
+                            args = params.get(known[5].tobytes())
+                        if args is None:
+                            self._prefetch_params(task, known)
+                        else:
+                            task.args = args
             position += 1
             sq.fetched = position
             to_run(task)
