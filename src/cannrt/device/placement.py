@@ -11,10 +11,12 @@ scheduler reads its least element), not their layout.
 from __future__ import annotations
 
 import heapq
+from operator import itemgetter
 
 Heap = list[tuple[int, int]]  # (free at, core id)
 Span = tuple[int, int, int]  # (core, start, end) of one block
 Placed = tuple[int, tuple[int, ...], tuple[Span, ...]]  # end, cores in order of first use, spans
+_core = itemgetter(1)
 
 
 def place(heap: list[tuple[int, int]], block_ns: tuple[int, ...], start: int, launch_ns: int, spans: bool) -> Placed:
@@ -26,8 +28,8 @@ def place(heap: list[tuple[int, int]], block_ns: tuple[int, ...], start: int, la
         return place_one_by_one(heap, block_ns, start, launch_ns, spans)
     order = sorted(heap)
     if count <= len(order) and order[count - 1][0] <= start:  # a free core for every block
-        cores = tuple(core for _, core in order[:count])
-        heap[:] = [(start + ns, core) for ns, core in zip(block_ns, cores, strict=True)] + order[count:]
+        cores = tuple(map(_core, order[:count]))
+        heap[:] = [*zip(map(start.__add__, block_ns), cores, strict=True), *order[count:]]
         heapq.heapify(heap)
         placed = tuple(zip(cores, [start] * count, [start + ns for ns in block_ns], strict=True)) if spans else ()
         return start + max(block_ns), cores, placed
@@ -48,7 +50,7 @@ def _rounds(
     """count > cores equal blocks of ns on cores all free at start: the first round takes the
     cores least-loaded first and ends at start + ns on every core; from then on the cores tie, so
     round r (from 1) runs on them in id order and ends at start + r * ns + (r - 1) * launch_ns."""
-    first = [core for _, core in order]
+    first = list(map(_core, order))
     by_id = sorted(first)
     width = len(first)
     rounds = -(-count // width)
