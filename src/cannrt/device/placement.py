@@ -23,6 +23,8 @@ def place(heap: list[tuple[int, int]], block_ns: tuple[int, ...], start: int, la
     """Place blocks of block_ns nanoseconds from time start (a block on a core still busy at
     start also pays launch_ns); the heap is updated in place. Spans only when `spans`."""
     count = len(block_ns)
+    if not count:
+        return start, (), ()
     shortest = min(block_ns)
     if shortest <= 0:  # a block ending at start could take its core again: one by one
         return place_one_by_one(heap, block_ns, start, launch_ns, spans)
