@@ -68,11 +68,12 @@ class Stream:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
         specs = self._specs(kernel, args) if args else ()
-        send = self._sender((kernel, block_dim, specs)) if block_dim.__class__ is int and name is None else None
-        if send is None:
-            self._launch(kernel, block_dim, specs, name)
-        else:
-            send()
+        if name is None and block_dim.__class__ is int:  # True == 1: keyed only by an int
+            send = self._sender((kernel, block_dim, specs))
+            if send is not None:
+                send()
+                return
+        self._launch(kernel, block_dim, specs, name)  # with scalars: by signature, or the checks
 
     def _specs(self, kernel: str, args: tuple[Any, ...]) -> tuple[TensorArg | int | float, ...]:
         """The kernel arguments of args: tensors (alive, on this stream's context) and scalars.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from cannrt.abi import (
     TASK_ID_AT,
@@ -17,25 +18,27 @@ from cannrt.abi import (
     ErrorType,
     KernelSqe,
     ParamValue,
-    Sqe,
     decode_header,
     decode_sqe,
     unpack_params,
 )
 from cannrt.device.code import KernelCode
 from cannrt.device.fabric import Fabric
-from cannrt.device.memory import DeviceFault
+from cannrt.device.memory import AddressSpace, DeviceFault
 from cannrt.device.queues import SubmissionQueue
 from cannrt.device.reports import Reports
 from cannrt.device.sync import DeviceHang, DeviceSync
 from cannrt.device.task import Task
 from cannrt.errors import ErrorCode
-from cannrt.kernels.registry import Kernel
 
 CACHE_LIMIT = 4096  # decoded SQEs / parameter blocks kept before the caches start over
 _TASK_ID_END = TASK_ID_AT + 2
 _KERNEL_LOOKUP = int(ErrorCode.RT_KERNEL_LOOKUP)
 _TASK_TYPE_NOT_SUPPORT = int(ErrorCode.RT_TASK_TYPE_NOT_SUPPORT)
+Decoded = list[Any]
+"""One distinct SQE: [decoded SQE, its kernel (None if not a kernel or no code at its PC),
+parameter block bytes, then the address space, its generation and the view the block was last
+read through]."""
 
 
 class Fetcher:
@@ -57,8 +60,8 @@ class Fetcher:
         self.sqs: dict[int, SubmissionQueue] = {}
         self.sq_list: list[SubmissionQueue] = []  # snapshot the worker iterates
         self.doorbells: deque[SubmissionQueue] = deque()  # one entry per SQ until fetched
-        # SQE bytes less the task id -> (decoded SQE, kernel); parameter block -> arguments
-        self._decoded: dict[bytes, tuple[Sqe, Kernel | None]] = {}
+        # SQE bytes less the task id -> Decoded; parameter block -> arguments
+        self._decoded: dict[bytes, Decoded] = {}
         self._params: dict[bytes, tuple[ParamValue, ...]] = {}
 
     # -- the SQ table ------------------------------------------------------------------------
@@ -113,12 +116,36 @@ class Fetcher:
         """Decode the SQEs between the SQ's fetch position and its tail into tasks."""
         model_queue = sq.model_queue
         was_idle = not model_queue
-        ring, arrivals, depth, decode = sq.ring, sq.arrival_ns, sq.depth, self._decode
+        ring, arrivals, depth, decoded = sq.ring, sq.arrival_ns, sq.depth, self._decoded
         to_run, to_model = sq.real_queue.append, model_queue.append
         position, tail = sq.fetched, sq.tail
+        try:
+            space: AddressSpace | None = self._fabric.space(sq.asid)  # where parameter blocks are read
+        except KeyError:  # the context is gone: _prefetch_params reports each task
+            space = None
+        params = self._params
         while position < tail:
             slot = position % depth
-            task = decode(sq, position, ring[slot], arrivals[slot])
+            raw = ring[slot]
+            known = decoded.get(raw[:TASK_ID_AT] + raw[_TASK_ID_END:])
+            if known is None:
+                known = self._decode_new(raw)
+            if known is None:
+                header = decode_header(raw)
+                task = Task(sq, position, header, raw, arrivals[slot], header.task_id)  # type: ignore[arg-type]
+                task.status = _TASK_TYPE_NOT_SUPPORT
+            else:
+                task = Task(sq, position, known[0], raw, arrivals[slot], raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
+                if known[1] is not None:
+                    task.kernel = known[1]
+                    if known[2]:  # the block, through the view kept while its mapping is unchanged
+                        args = None
+                        if space is not None and known[3] is space and known[4] == space.generation:
+                            args = params.get(known[5].tobytes())
+                        if args is None:
+                            self._prefetch_params(task, known)
+                        else:
+                            task.args = args
             position += 1
             sq.fetched = position
             to_run(task)
@@ -126,42 +153,31 @@ class Fetcher:
         if was_idle and model_queue:
             self._on_fetched(sq)
 
-    def _decode(self, sq: SubmissionQueue, position: int, raw: bytes, arrival: int) -> Task:
-        known = self._decode_new(raw)
-        if known is None:
-            header = decode_header(raw)
-            task = Task(sq, position, header, raw, arrival, header.task_id)  # type: ignore[arg-type]
-            task.status = _TASK_TYPE_NOT_SUPPORT
-            return task
-        sqe, kernel = known
-        task = Task(sq, position, sqe, raw, arrival, raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
-        if kernel is not None:
-            task.kernel = kernel
-            if sqe.param_size:  # type: ignore[union-attr]
-                self._prefetch_params(task, sqe)  # type: ignore[arg-type]
-        return task
-
-    def _decode_new(self, raw: bytes) -> tuple[Sqe, Kernel | None] | None:
-        """The decoded SQE and kernel of raw, decoded once per distinct SQE less its task id
-        (None if the task scheduler cannot decode it)."""
-        key = raw[:TASK_ID_AT] + raw[_TASK_ID_END:]
-        known = self._decoded.get(key)
-        if known is None:
-            try:
-                decoded = decode_sqe(raw)
-            except DescriptorError:
-                return None
-            kernel = self._code.at(decoded.pc) if isinstance(decoded, KernelSqe) else None
-            if len(self._decoded) >= CACHE_LIMIT:
-                self._decoded.clear()
-            known = self._decoded[key] = (decoded, kernel)
+    def _decode_new(self, raw: bytes) -> Decoded | None:
+        """The decoded SQE of raw, decoded once per distinct SQE less its task id (None if the
+        task scheduler cannot decode it)."""
+        try:
+            sqe = decode_sqe(raw)
+        except DescriptorError:
+            return None
+        if len(self._decoded) >= CACHE_LIMIT:
+            self._decoded.clear()
+        if isinstance(sqe, KernelSqe):
+            known: Decoded = [sqe, self._code.at(sqe.pc), sqe.param_size, None, 0, None]
+        else:
+            known = [sqe, None, 0, None, 0, None]
+        self._decoded[raw[:TASK_ID_AT] + raw[_TASK_ID_END:]] = known
         return known
 
-    def _prefetch_params(self, task: Task, sqe: KernelSqe) -> None:
+    def _prefetch_params(self, task: Task, known: Decoded) -> None:
         """Read the parameter block from device memory (the SQE's prefetch) and decode it (once
-        per distinct block)."""
+        per distinct block). The view of the block is kept while its mapping is unchanged."""
         try:
-            block = self._fabric.space(task.sq.asid).view(sqe.param, sqe.param_size, "read").tobytes()
+            space = self._fabric.space(task.sq.asid)
+            if known[3] is not space or known[4] != space.generation:
+                sqe: KernelSqe = known[0]
+                known[3:] = space, space.generation, space.view(sqe.param, sqe.param_size, "read")
+            block = known[5].tobytes()
             args = self._params.get(block)
             if args is None:
                 args = tuple(unpack_params(block))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from cannrt.abi import ParamValue, PipeTimes, TensorArg, Work, tensor_nbytes
 from cannrt.config import ChipSpec
@@ -33,9 +33,10 @@ class KernelCosts:
         self.chip = chip
         self.l2 = l2
         self._plans: dict[tuple[object, ...], tuple[Kernel, KernelPlan]] = {}  # by name: check the kernel
-        # id(arguments) -> (arguments, kernel, blockDim, plan): the same decoded argument tuple
-        # comes back for every launch of a shape, so most lookups need no hashing of it
-        self._recent: dict[int, tuple[tuple[ParamValue, ...], Kernel, int, KernelPlan]] = {}
+        # id(arguments) -> [arguments, kernel, blockDim, plan, last hit rate, active cores, costing]:
+        # the same decoded argument tuple comes back for every launch of a shape, so most lookups
+        # need no hashing of it
+        self._recent: dict[int, list[Any]] = {}
         # (id(plan), L2 hit rate, active cores) -> (ns of each block, (summed pipe times, hit, work))
         self._cost_cache: dict[tuple[int, float, int], Costed] = {}
 
@@ -43,23 +44,47 @@ class KernelCosts:
         """Nanoseconds of each block, and (summed pipe times, L2 hit rate, work), of one launch
         on `cores` cores of its kind (accesses the L2 model when the launch touches memory)."""
         recent = self._recent.get(id(args))
-        if recent is not None and recent[0] is args and recent[1] is kernel and recent[2] == block_dim:
-            plan = recent[3]
-        else:
-            plan = self._plan_of(kernel, args, block_dim)
+        if recent is None or recent[0] is not args or recent[1] is not kernel or recent[2] != block_dim:
+            recent = self._recent_of(kernel, args, block_dim)
+        plan: KernelPlan = recent[3]
         reads, writes = plan.read_granules, plan.write_granules
         hit = self.l2.access(reads, writes) if reads or writes else 0.0
-        active = min(len(plan.fractions), cores)
+        active = len(plan.fractions)
+        if cores < active:
+            active = cores
+        if recent[4] == hit and recent[5] == active:  # as the launch before: its costing
+            return recent[6]  # type: ignore[no-any-return]
         cost_key = (id(plan), hit, active)
         cached = self._cost_cache.get(cost_key)
         if cached is None:
-            costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
-            sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
-            if len(self._cost_cache) > CACHE_LIMIT:
-                self._cost_cache.clear()
-            block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
-            cached = self._cost_cache[cost_key] = (block_ns, (sums, hit, plan.work))
+            cached = self._cost_cache[cost_key] = self._cost(plan, hit, active)
+        recent[4:] = hit, active, cached
         return cached
+
+    def _cost(self, plan: KernelPlan, hit: float, active: int) -> Costed:
+        """The costing of a plan at one L2 hit rate on `active` cores (made once per triple)."""
+        costs = {f: block_cost(plan.work, f, self.chip, active, hit) for f in set(plan.fractions)}
+        sums = PipeTimes(*(sum(costs[f][i] for f in plan.fractions) for i in range(6)))
+        if len(self._cost_cache) > CACHE_LIMIT:
+            self._cost_cache.clear()
+        block_ns = tuple(int(costs[f].total_ns) for f in plan.fractions)
+        return block_ns, (sums, hit, plan.work)
+
+    def _recent_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> list[Any]:
+        """The entry of an argument tuple not seen lately: [args, kernel, blockDim, plan, then
+        the L2 hit rate, active cores and costing of its last launch]."""
+        if len(self._recent) > CACHE_LIMIT:
+            self._recent.clear()
+        entry = self._recent[id(args)] = [
+            args,
+            kernel,
+            block_dim,
+            self._plan_of(kernel, args, block_dim),
+            -1.0,
+            0,
+            None,
+        ]
+        return entry
 
     def _plan_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> KernelPlan:
         """The plan of a launch shape (made on first sight): work, block split, touched granules."""
@@ -80,7 +105,4 @@ class KernelCosts:
                 self._cost_cache.clear()  # keyed by id(plan): ids of dropped plans may be reused
                 self._recent.clear()
             self._plans[key] = (kernel, plan)
-        if len(self._recent) > CACHE_LIMIT:
-            self._recent.clear()
-        self._recent[id(args)] = (args, kernel, block_dim, plan)
         return plan

@@ -27,6 +27,7 @@ from cannrt.abi import (
 )
 from cannrt.device.kernel_costs import KernelCosts
 from cannrt.device.l2 import L2Model
+from cannrt.device.placement import place
 from cannrt.device.records import task_record
 from cannrt.errors import ErrorCode
 
@@ -54,6 +55,7 @@ _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_WRITES = (int(SqeType.EVENT_RECORD), int(SqeType.WRITE_VALUE))
 _AIVEC = int(CoreKind.AIVEC)
 _AICORE = int(CoreKind.AICORE)
+Ns = tuple[int, ...]
 
 
 def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
@@ -277,64 +279,55 @@ class Timeline:
         sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
         heap = self.core_heaps[_AIVEC if sqe.core_kind == _AIVEC else _AICORE]
         now = self.now
-        if heap[0][0] > now:
-            self._park_for_resources(sq, heap[0][0])
+        free_at, first_core = heap[0]
+        if free_at > now:
+            self._park_for_resources(sq, free_at)
             return
         start = now + self._dispatch_ns
-        first_core = heap[0][1]
-        end = self._place_blocks(task, sqe, heap, start)
+        kernel = task.kernel
+        if kernel is None or task.status:
+            task.cores = (first_core,)
+            task.aux = (None, 0.0, None)
+            end = start
+        else:
+            try:
+                block_ns, task.aux = self._kernel_costs.of(kernel, task.args, max(sqe.block_dim, 1), len(heap))
+            except Exception as exc:  # a user kernel's work model raised: the kernel fails, not the device
+                message = f"{kernel.name} work model: {exc!r}"
+                end = self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_EXCEPTION, message)
+            else:
+                if len(block_ns) == 1 and block_ns[0] <= MAX_TASK_NS:  # one block: the least-loaded core
+                    at = free_at if free_at > start else start
+                    end = at + block_ns[0] + (self._block_launch_ns if at > start else 0)
+                    heapq.heapreplace(heap, (end, first_core))
+                    if self.records is not None:
+                        task.blocks = ((first_core, at, end),)
+                    task.cores = self._one_core[first_core]
+                else:
+                    end = self._place_blocks(task, kernel.name, heap, start, block_ns)
         limit = self._reports.execute_limit_ns  # aclrtSetOpExecuteTimeOut, judged in modelled time
         if limit and end - start > limit and not task.status:
             end = self._reports.timed_out(task, heap, start, first_core)
         elif task.fault is not None:
             self._reports.place_fault(task, heap)  # the core the faulting block ran on
         floor = start + self._kernel_floor_ns
-        self._start(sq, task, end if end > floor else floor)
+        if end < floor:
+            end = floor
+        sq.model_queue.popleft()  # _start, inline
+        sq.model_busy = True
+        task.start_ns = now
+        task.end_ns = end
+        self._seq += 1
+        heapq.heappush(self._heap, (end, COMPLETE, self._seq, task))
 
-    def _place_blocks(self, task: Task, sqe: KernelSqe, heap: list[tuple[int, int]], start: int) -> int:
+    def _place_blocks(self, task: Task, name: str, heap: list[tuple[int, int]], start: int, block_ns: Ns) -> int:
         """Blocks onto least-loaded cores (earliest free, then lowest id); returns the end and
-        sets the task's cores and (pipe times, L2 hit rate)."""
-        kernel = task.kernel
-        if kernel is None or task.status:
-            task.cores = (heap[0][1],)
-            task.aux = (None, 0.0, None)
-            return start
-        block_dim = sqe.block_dim if sqe.block_dim > 1 else 1
-        try:
-            block_ns, task.aux = self._kernel_costs.of(kernel, task.args, block_dim, len(heap))
-        except Exception as exc:  # a user kernel's work model raised: the kernel fails, not the device
-            message = f"{kernel.name} work model: {exc!r}"
-            return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_EXCEPTION, message)
-        if (block_ns[0] if len(block_ns) == 1 else sum(block_ns)) > MAX_TASK_NS:
-            message = f"{kernel.name} would run {sum(block_ns)} ns (limit {MAX_TASK_NS})"
+        sets the task's cores (and blocks, when tracing)."""
+        total = sum(block_ns)
+        if total > MAX_TASK_NS:
+            message = f"{name} would run {total} ns (limit {MAX_TASK_NS})"
             return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_TIMEOUT, message)
-        launch_ns = self._block_launch_ns
-        tracing = self.records is not None
-        if len(block_ns) == 1:
-            free_at, core = heap[0]
-            at = free_at if free_at > start else start
-            finish = at + block_ns[0] + (launch_ns if at > start else 0)
-            heapq.heapreplace(heap, (finish, core))
-            if tracing:
-                task.blocks = ((core, at, finish),)
-            task.cores = self._one_core[core]
-            return finish
-        used: list[int] = []
-        end = start
-        spans: list[tuple[int, int, int]] = []
-        for ns in block_ns:
-            free_at, core = heap[0]
-            at = free_at if free_at > start else start
-            finish = at + ns + (launch_ns if at > start else 0)
-            heapq.heapreplace(heap, (finish, core))
-            if finish > end:
-                end = finish
-            if core not in used:
-                used.append(core)
-            if tracing:
-                spans.append((core, at, finish))
-        task.blocks = tuple(spans)
-        task.cores = tuple(used)
+        end, task.cores, task.blocks = place(heap, block_ns, start, self._block_launch_ns, self.records is not None)
         return end
 
     def _refuse(self, task: Task, code: int, message: str, error_type: int = ErrorType.AICORE) -> None:

@@ -13,17 +13,19 @@ other depth - 1 slots were each launched later, at distinct positions, so the ne
 position is at least depth past the slot's last launch, and the ring has room for it only once
 that launch was fetched (the device reads a parameter block when it fetches the SQE).
 
-A launch of a kept shape whose arguments are all tensors goes straight to its sender (a closure
-with everything bound); others, and every launch while dumping, go through the checks below.
-The senders are dropped whenever a launch could need the checks again: the stream destroyed or
-its context sticky with an error, dumping switched on or off (the runtime tells every stream).
-A sender itself hands its launch back to the checks once a kernel was registered or replaced
-(the registry's generation moved) or its shape was dropped (its slot may be another's by then).
+Every kept shape has a sender (a closure with everything bound), found by the launch key: the
+arguments themselves when all are tensors, else their signature (1, 1.0, True and 0.0, -0.0
+are equal but pack differently); a caller that repeats a launch (a model's replay) holds one
+with prepare(). Every launch while dumping goes through the checks below. The senders are
+dropped whenever a launch could need the checks again: the stream destroyed or its context
+sticky with an error, dumping switched on or off (the runtime tells every stream); a held
+launch sees that by the epoch. A sender itself hands its launch back to the checks once a
+kernel was registered or replaced (the registry's generation moved) or its shape was dropped
+(its slot may be another's by then).
 """
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -50,11 +52,13 @@ if TYPE_CHECKING:
     from cannrt.driver.sq_ring import SqRing
     from cannrt.runtime.host_clock import HostClock
     from cannrt.runtime.stream import Stream
+    from cannrt.runtime.submit_lock import SubmitLock
 
 MAX_BLOCK_DIM = 65535
 MAX_SHAPES_PER_DEPTH = 4  # kept shapes (with or without arguments) per SQ entry
 _KERNEL = int(SqeType.KERNEL)
 LaunchKey = tuple[object, ...]
+Held = list[object]  # a prepared launch's [sender, epoch it was made in]
 
 
 def _signature(args: tuple[ParamValue, ...]) -> tuple[object, ...]:
@@ -63,19 +67,32 @@ def _signature(args: tuple[ParamValue, ...]) -> tuple[object, ...]:
     return tuple((arg.__class__, arg.hex() if isinstance(arg, float) else arg) for arg in args)
 
 
+def launch_key(name: str, block_dim: int, args: tuple[ParamValue, ...], dumped: str | None = None) -> LaunchKey:
+    """The key of a launch shape: the arguments themselves when all are tensors and no dump
+    flags the launch (`dumped`: the op name it is dumped as), else their signature, since 1,
+    1.0, True and 0.0, -0.0 are equal arguments but different parameter blocks."""
+    if dumped is None and all(arg.__class__ is TensorArg for arg in args):
+        return (name, block_dim, args)
+    return (name, block_dim, _signature(args), dumped)
+
+
 class Shape:
     """One kept launch shape: its kernel, its SQE around the task id, its parameter block."""
 
-    __slots__ = ("kept", "kernel", "last_use", "param_va", "params", "prefix", "suffix")
+    __slots__ = ("generation", "kernel", "last_use", "param_va", "params", "prefix", "suffix")
 
-    def __init__(self, kernel: Kernel, prefix: bytes, suffix: bytes, param_va: int, params: bytes) -> None:
+    def __init__(
+        self, kernel: Kernel, prefix: bytes, suffix: bytes, param_va: int, params: bytes, generation: int
+    ) -> None:
         self.kernel = kernel
         self.prefix = prefix  # SQE bytes before the task id
         self.suffix = suffix  # SQE bytes after it
         self.param_va = param_va  # its slot in the argument area (0 without arguments)
         self.params = params  # written into the slot with the first send (then b"")
         self.last_use = -1  # position of the newest launch of this shape
-        self.kept = True  # False once dropped: its slot may belong to another shape by then
+        # of the kernel registry when the shape was checked; -1 once dropped (its slot may belong
+        # to another shape by then): a sender sends only while it equals the registry's
+        self.generation = generation
 
 
 class Launcher:
@@ -83,16 +100,18 @@ class Launcher:
 
     __slots__ = (
         "_area", "_clock", "_context", "_depth", "_epoch", "_generation", "_launch_ns", "_lock", "_retired",
-        "_runtime", "_send", "_send_with_params", "_shapes", "_slots_made", "_stream", "_stream_id", "senders",
+        "_runtime", "_send", "_send_template", "_send_with_params", "_shapes", "_slots_made", "_stream",
+        "_stream_id", "senders",
     )  # fmt: skip
 
-    def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: threading.Lock) -> None:
+    def __init__(self, stream: Stream, ring: SqRing, clock: HostClock, launch_ns: int, lock: SubmitLock) -> None:
         self._stream = stream  # whose tail (next position) launches take, under its submit lock
         self._context = stream.context
         self._runtime = stream.context.runtime
         self._stream_id = stream.stream_id
         self._send = ring.send
         self._send_with_params = ring.send_with_params
+        self._send_template = ring.send_template
         self._clock = clock
         self._depth = stream.depth
         self._launch_ns = launch_ns
@@ -111,11 +130,40 @@ class Launcher:
         """Launch a kernel (aclrtLaunchKernel): nothing is enqueued on bad input; returns the
         task position. op_name names the launch in dumps (the graph's node name)."""
         send = self.senders.get((name, block_dim, args)) if block_dim.__class__ is int else None
+        if send is None and block_dim.__class__ is int:
+            send = self.senders.get(launch_key(name, block_dim, args))  # with scalars: by signature
         position = send() if send is not None else self._launch_checked(name, block_dim, args, op_name)
         if op_name is not None and self._runtime.api_records is not None:  # profiling: the name joins its task
-            records, device = self._runtime.api_records, self._context.device_id
-            note_op_name(records, device, self._stream_id, position, self._clock.now_ns, op_name)
+            self._note(position, op_name)
         return position
+
+    def prepare(
+        self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None = None
+    ) -> Callable[[], int]:
+        """A launch to repeat (what a model replays): each call launches as launch() would, and
+        between the changes that drop senders (a kernel registered, the shape dropped, dumping
+        switched, a sticky error, the stream destroyed) it is the kept shape's sender, with no
+        checks and no lookup; after one, its next call goes through the checks again."""
+        held: Held = [None, -1]  # the sender, the epoch it was made in
+        runtime = self._runtime
+
+        def launch() -> int:
+            sender, epoch = held
+            if sender is None or epoch != self._epoch:
+                position = self._launch_checked(name, block_dim, args, op_name, held)
+            else:
+                position = sender()  # type: ignore[operator]
+            if op_name is not None and runtime.api_records is not None:
+                self._note(position, op_name)
+            return position
+
+        return launch
+
+    def _note(self, position: int, op_name: str) -> None:
+        """Profiling: the op name joins its task."""
+        records, device = self._runtime.api_records, self._context.device_id
+        assert records is not None
+        note_op_name(records, device, self._stream_id, position, self._clock.now_ns, op_name)
 
     def invalidate(self) -> None:
         """Drop the senders: later launches go through the checks (the stream's or the dump's
@@ -131,13 +179,22 @@ class Launcher:
 
     def release(self) -> None:
         """Give the argument area back (the stream is destroyed)."""
-        self.senders.clear()
+        self.invalidate()
         self._shapes.clear()
         if self._area:
             self._context.free_internal(self._area)
             self._area = 0
 
-    def _launch_checked(self, name: str, block_dim: int, args: tuple[ParamValue, ...], op_name: str | None) -> int:
+    def _launch_checked(
+        self,
+        name: str,
+        block_dim: int,
+        args: tuple[ParamValue, ...],
+        op_name: str | None,
+        held: Held | None = None,
+    ) -> int:
+        """A launch through the checks (a shape seen before skips the kernel's); the shape's
+        sender is kept for the API (all-tensor shapes, or keyed by signature) and in held."""
         epoch = self._epoch  # before the checks: an invalidate() after them voids their verdict
         if block_dim.__class__ is not int or not 1 <= block_dim <= MAX_BLOCK_DIM:  # True == 1.0 == 1
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"block_dim must be 1..{MAX_BLOCK_DIM}, got {block_dim!r}")
@@ -147,24 +204,26 @@ class Launcher:
             self._generation = GENERATION[0]
         dump = self._runtime.dump_config
         # while dumping, a launch's op name decides its flag: no sender (it is keyed without it)
-        plain = dump is None and all(arg.__class__ is TensorArg for arg in args)
+        keep_sender = dump is None
         dumped = op_name or name
         if dump is not None and not dump.wants(dumped):
             dump = None
-        # 1, 1.0, True and 0.0, -0.0 are equal arguments but different parameter blocks
-        key: LaunchKey = (
-            (name, block_dim, args) if plain else (name, block_dim, _signature(args), dumped if dump else None)
-        )
+        key = launch_key(name, block_dim, args, dumped if dump else None)
         with self._lock:
             shape = self._shapes.get(key)
-            position = self._send_locked(key, shape) if shape and current_kernel(name) is shape.kernel else -1
-        if position < 0:
+            if shape is not None and current_kernel(name) is not shape.kernel:
+                shape = None  # replaced since: checked anew
+            if shape is not None:
+                position = self._send_locked(key, shape)
+                if keep_sender and self._epoch == epoch:
+                    self._keep_sender(key, shape, name, block_dim, args, held)
+        if shape is None:
             kernel, pc, params = self._check(name, block_dim, args)
             with self._lock:
                 shape = self._keep(key, kernel, pc, block_dim, params, dump is not None)
                 position = self._send_locked(key, shape)
-                if plain and self._epoch == epoch:
-                    self.senders[key] = self._sender(key, shape, name, block_dim, args)
+                if keep_sender and self._epoch == epoch:
+                    self._keep_sender(key, shape, name, block_dim, args, held)
         if dump is not None:
             dump.op_names[(self._context.device_id, self._stream_id, position & 0xFFFF)] = dumped
         return position
@@ -185,6 +244,16 @@ class Launcher:
         self._shapes.move_to_end(key)
         return position
 
+    def _keep_sender(
+        self, key: LaunchKey, shape: Shape, name: str, block_dim: int, args: tuple[ParamValue, ...], held: Held | None
+    ) -> None:
+        """The shape's sender, for the API and in held (lock held)."""
+        sender = self.senders.get(key)
+        if sender is None:
+            sender = self.senders[key] = self._sender(key, shape, name, block_dim, args)
+        if held is not None:
+            held[:] = sender, self._epoch
+
     def _sender(
         self, key: LaunchKey, shape: Shape, name: str, block_dim: int, args: tuple[ParamValue, ...]
     ) -> Callable[[], int]:
@@ -192,28 +261,37 @@ class Launcher:
         a shape without a slot has no last use to track. Once a kernel was registered or
         replaced, or the shape dropped (its slot may be another's), it hands the launch back to
         the checks."""
-        acquire, release = self._lock.acquire, self._lock.release  # cheaper than `with` here
-        stream, clock, send, ids = self._stream, self._clock, self._send, TASK_ID_BYTES
+        lock = self._lock  # its C calls bound: the cheapest way in and out
+        take, give, waiters, wait_for_token, wake_waiter = (
+            lock.take,
+            lock.give,
+            lock.waiters,
+            lock.wait_for_token,
+            lock.wake_waiter,
+        )
+        stream, clock, send = self._stream, self._clock, self._send_template
         prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
-        used, generation, checked = self._shapes.move_to_end, self._generation, self._launch_checked
+        used, checked = self._shapes.move_to_end, self._launch_checked
 
         def sender() -> int:
-            if GENERATION[0] != generation:
-                return checked(name, block_dim, args, None)
-            acquire()
             try:
-                if not shape.kept:
-                    position = -1
-                else:
-                    position = stream.tail
+                take()
+            except IndexError:  # another thread is submitting on this stream
+                wait_for_token()
+            try:
+                if shape.generation == GENERATION[0]:
                     now = clock.now_ns = clock.now_ns + launch_ns
-                    send(prefix + ids[position & 0xFFFF] + suffix, now)
+                    position = send(prefix, suffix, now)
                     stream.tail = position + 1
                     if param_va:
                         shape.last_use = position
                         used(key)
+                else:
+                    position = -1
             finally:
-                release()
+                give(None)
+                if waiters[0]:
+                    wake_waiter()
             return position if position >= 0 else checked(name, block_dim, args, None)
 
         return sender
@@ -242,13 +320,15 @@ class Launcher:
             _KERNEL, DUMP if dump else 0, block_dim, self._stream_id, 0,
             0, 0, 1 if params else 0, kernel.core_kind, len(params), pc, param_va,
         )  # fmt: skip
-        shape = self._shapes[key] = Shape(kernel, sqe[:TASK_ID_AT], sqe[TASK_ID_AT + 2 :], param_va, params)
+        shape = self._shapes[key] = Shape(
+            kernel, sqe[:TASK_ID_AT], sqe[TASK_ID_AT + 2 :], param_va, params, self._generation
+        )
         return shape
 
     def _drop(self, key: LaunchKey) -> None:
         """Forget a kept shape (lock held); its slot is retired with its last use."""
         shape = self._shapes.pop(key)
-        shape.kept = False
+        shape.generation = -1
         self.senders.pop(key, None)
         if shape.param_va:
             self._retired.append((shape.last_use, shape.param_va))

@@ -199,10 +199,11 @@ class LoadedModel:
         runtime = self.context.runtime
         if runtime.api_records is not None:  # a profile names the kernels by node and op type
             model_names.note(runtime, program.op_types)
-        for step, step_args in zip(program.steps, args, strict=True):
+        launches = program.launches(streams)  # the kernels' launches, held ready (bound to args)
+        for step, step_args, launch in zip(program.steps, args, launches, strict=True):
             target = streams[step.stream]
-            if step.kind == KERNEL:
-                target.launcher.launch(step.kernel, step.block_dim, step_args, step.node)
+            if launch is not None:
+                launch()
             elif step.kind == MEMCPY:
                 src, dst = step_args
                 assert isinstance(src, TensorArg) and isinstance(dst, TensorArg)

@@ -7,7 +7,9 @@ the caller passes the same buffers again, so a replay is a loop of sends over pr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cannrt.abi import ParamValue, TensorArg, tensor_nbytes
 from cannrt.errors import CannError
@@ -21,6 +23,9 @@ from cannrt.om.model import (
     TensorRef,
 )
 from cannrt.runtime.model_codes import GE_PARAM_INVALID
+
+if TYPE_CHECKING:
+    from cannrt.runtime.stream import Stream
 
 KERNEL, MEMCPY, RECORD, WAIT = 0, 1, 2, 3
 Addresses = tuple[int, ...]
@@ -66,6 +71,9 @@ class GearProgram:
         self.args: list[tuple[ParamValue, ...]] = []  # per step, bound to the last buffers
         self.tasks_per_stream: dict[int, list[int]] = {}  # logical stream -> its step indices
         self.op_types: dict[str, str] = {}  # node -> ONNX op type of the kernel steps (profiles name them)
+        # per step, its launch held on its stream (None for the other steps), for self.args on the streams
+        self._held: tuple[list[tuple[ParamValue, ...]], tuple[Stream, ...], list[Callable[[], int] | None]] | None
+        self._held = None
         recorded: set[int] = set()
         for task in gear.tasks:
             index = len(self.steps)
@@ -143,6 +151,23 @@ class GearProgram:
             if not 0 <= slot.index < limit:
                 where = slot.section.name.lower()
                 raise CannError(GE_PARAM_INVALID, f"task {slot.step} refers to {where} {slot.index} of {limit}")
+
+    def launches(self, streams: Sequence[Stream]) -> list[Callable[[], int] | None]:
+        """Per step, its kernel launch on its stream held ready (Launcher.prepare: a replay skips
+        the launch checks), None for the other steps; made again once the steps' arguments were
+        bound anew or the streams differ (an async execute on another caller's stream)."""
+        held = self._held
+        targets = tuple(streams)
+        if held is not None and held[0] is self.args and held[1] == targets:
+            return held[2]
+        launches = [
+            targets[step.stream].launcher.prepare(step.kernel, step.block_dim, args, step.node)
+            if step.kind == KERNEL
+            else None
+            for step, args in zip(self.steps, self.args, strict=True)
+        ]
+        self._held = (self.args, targets, launches)
+        return launches
 
     def bind(self, inputs: Addresses, outputs: Addresses) -> list[tuple[ParamValue, ...]]:
         """Every step's arguments with the I/O slots pointing into the given buffers; the

@@ -19,6 +19,7 @@ from cannrt.abi import (
 from cannrt.driver.hal import Resource
 from cannrt.errors import CannError, CannTimeout, ErrorCode
 from cannrt.runtime.launch import Launcher
+from cannrt.runtime.submit_lock import SubmitLock
 from cannrt.runtime.tracing import api_call
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Stream:
         self._ring = self._driver.sq_map(self.device_id, self.sq_id)
         self._send = self._ring.send
         self.tail = 0  # tasks submitted (monotonic): the position of the next one
-        self._submit_lock = threading.Lock()  # one producer at a time: task ids, argument slots, ring
+        self._submit_lock = SubmitLock()  # one producer at a time: task ids, argument slots, ring
         self.launcher = Launcher(self, self._ring, self._clock, self._costs.launch_ns, self._submit_lock)
         self.destroyed = False
         self.stop_on_error = False
