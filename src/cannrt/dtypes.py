@@ -1,4 +1,5 @@
-"""Tensor data type codes and their numpy dtypes (REFERENCE.md section 5).
+"""Tensor data type codes and their numpy dtypes (REFERENCE.md section 5), and the type and format
+names of tensor descriptions (atc --singleop's ops.json, acl.op.set_model_dir): one table for both.
 
 One table holds every type a tensor on the simulated NPU can have, keyed by its type code:
 
@@ -67,6 +68,20 @@ FLOAT8_MAX: dict[np.dtype, float] = {
 }
 """The float8 types ONNX Cast saturates to (its saturate attribute) and their largest finite values."""
 FLOAT8_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+ACL_TYPES: dict[int, np.dtype] = {code: dt for code, dt in ACL_TO_NUMPY.items() if code in ACL_CODES}
+"""The aclDataTypes the device stores: what acl's tensor descriptions may name."""
+
+# ops.json "type" names (GE's lower-case type names), the first of each code its canonical name
+TYPE_NAMES: dict[str, int] = {
+    "float": 0, "float32": 0, "float16": 1, "int8": 2, "int32": 3, "uint8": 4, "int16": 6, "uint16": 7,
+    "uint32": 8, "int64": 9, "uint64": 10, "double": 11, "float64": 11, "bool": 12, "bfloat16": 27,
+    "int4": 29, "float8_e5m2": 35, "float8_e4m3fn": 36, "float8_e8m0": 37, "float4_e2m1": 40,
+}  # fmt: skip
+CANONICAL_TYPE_NAMES: dict[int, str] = {code: name for name, code in reversed(TYPE_NAMES.items())}
+# aclFormat names and codes (aclFormat.md) of the plain and 5-D layouts cannrt's tensors take
+FORMAT_CODES: dict[str, int] = {"NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4, "NDHWC": 27, "NCDHW": 30}
+PLAIN_FORMATS: dict[str, int] = {n: FORMAT_CODES[n] for n in ("ND", "NCHW", "NHWC", "NCDHW", "NDHWC")}
+"""Formats whose data is the row-major array itself (no C0 tiling): what kernels take as they are."""
 
 
 def acl_code(dtype: np.typing.DTypeLike) -> int:

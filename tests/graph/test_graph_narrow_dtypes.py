@@ -4,7 +4,6 @@ aclDataTypeSize (docs/dtypes.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -16,8 +15,6 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import cannrt
-from cannrt.acl._state import STATE
-from cannrt.config import Settings
 from cannrt.dtypes import ACL_TO_NUMPY, GE_INTERNAL_BASE, acl_code, acl_type_size, reported_acl_type
 from cannrt.graph import CompileOptions, compile_model
 from cannrt.om import format as om_format
@@ -83,28 +80,12 @@ def test_narrow_inputs_copy_one_element_per_byte(rt, onnx_type: int, numpy_type:
     np.testing.assert_array_equal(same.view(np.uint8), values.view(np.uint8))
 
 
-@pytest.fixture
-def acl() -> Iterator[ModuleType]:
-    import cannrt.acl as facade
-
-    if STATE.initialized:
-        facade.finalize()
-    cannrt.reset_runtime(Settings())
-    assert facade.init() == 0
-    try:
-        yield facade
-    finally:
-        if STATE.initialized:
-            facade.finalize()
-
-
 def test_acl_mdl_reports_undefined_for_types_acl_has_no_code_for(acl: ModuleType, tmp_path: Path) -> None:
     x = helper.make_tensor_value_info("x", TensorProto.UINT4, [8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [8])
     node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E4M3FN)
     path = tmp_path / "uint4.om"
     om_format.save(compile_model(_model([node], [x], [y]), OPTIONS), path)
-    assert acl.rt.set_device(0) == 0
     model_id, ret = acl.mdl.load_from_file(str(path))
     assert ret == 0
     desc = acl.mdl.create_desc()
