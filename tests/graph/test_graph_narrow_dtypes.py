@@ -28,7 +28,8 @@ def _model(nodes: list[onnx.NodeProto], inputs: list, outputs: list, inits: list
 
 
 def _int4_weight_model() -> tuple[onnx.ModelProto, np.ndarray]:
-    """y = Cast<float>(w) + x, w an INT4 initialiser (packed two per byte in the ONNX file)."""
+    """Outputs y = x + Cast<float>(w) and w itself, w an INT4 initialiser (packed two per byte in
+    the ONNX file): the Cast folds, w stays a weight the model copies out."""
     w = np.array([[-8, -3, 0, 1, 7], [2, -1, 5, -6, 3]], dtype=ml_dtypes.int4)
     init = numpy_helper.from_array(w, "w")
     assert init.data_type == TensorProto.INT4 and len(init.raw_data) == 5  # 10 elements, packed
@@ -38,17 +39,23 @@ def _int4_weight_model() -> tuple[onnx.ModelProto, np.ndarray]:
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
-    return _model(nodes, [x], [y], [init]), w
+    w_out = helper.make_tensor_value_info("w", TensorProto.INT4, [2, 5])
+    return _model(nodes, [x], [y, w_out], [init]), w
 
 
-def test_a_packed_int4_initialiser_survives_the_om_file_and_runs(rt, tmp_path: Path) -> None:
+def test_a_packed_int4_initialiser_is_one_byte_per_element_in_the_om_file(rt, tmp_path: Path) -> None:
     model, w = _int4_weight_model()
+    offline = compile_model(model, OPTIONS)
+    assert w.view(np.uint8).tobytes() in offline.weights  # unpacked: the 10 bytes of ml_dtypes' int4
+    assert [io.size for io in offline.outputs] == [40, 10]
     path = tmp_path / "int4.om"
-    om_format.save(compile_model(model, OPTIONS), path)
+    om_format.save(offline, path)
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
     with cannrt.Model.load(path) as loaded:
-        (y,) = loaded(x)
+        y, w_back = loaded(x)
     np.testing.assert_array_equal(y, x + w.astype(np.float32))
+    assert w_back.dtype == w.dtype
+    np.testing.assert_array_equal(w_back.view(np.uint8), w.view(np.uint8))
 
 
 @pytest.mark.parametrize(
