@@ -163,3 +163,20 @@ def test_an_unknown_round_mode_is_refused() -> None:
     model = _model([node], [x], [y])
     with pytest.raises(cannrt.graph.GraphError, match="round_mode 'sideways'"):
         compile_model(model, OPTIONS)
+
+
+def test_cannrt_run_prints_narrow_outputs_and_refuses_a_compare_onnxruntime_cannot_make(rt, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cannrt.cli.app import app
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FNUZ, [2, 3])
+    node = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E4M3FNUZ)
+    path = tmp_path / "fnuz.onnx"
+    onnx.save(_model([node], [x], [y]), path)
+    result = CliRunner().invoke(app, ["run", str(path)])
+    assert result.exit_code == 0 and "output y: shape (2, 3) float8_e4m3fnuz" in result.output
+    result = CliRunner().invoke(app, ["run", str(path), "--compare", "onnxruntime"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1 and "--compare onnxruntime" in result.output
