@@ -68,6 +68,12 @@ FLOAT8_MAX: dict[np.dtype, float] = {
 }
 """The float8 types ONNX Cast saturates to (its saturate attribute) and their largest finite values."""
 FLOAT8_E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
+NPY_WIDENED: dict[np.dtype, np.dtype] = {
+    dt: np.dtype(np.int8 if dt.name.startswith("int") else np.uint8 if dt.name.startswith("uint") else np.float32)
+    for dt in ACL_TO_NUMPY.values()
+    if dt.num >= 256  # ml_dtypes' user-defined types
+}
+"""The ml_dtypes types a .npy file cannot name, and the numpy type that holds each exactly."""
 ACL_TYPES: dict[int, np.dtype] = {code: dt for code, dt in ACL_TO_NUMPY.items() if code in ACL_CODES}
 """The aclDataTypes the device stores: what acl's tensor descriptions may name."""
 

@@ -180,3 +180,25 @@ def test_cannrt_run_prints_narrow_outputs_and_refuses_a_compare_onnxruntime_cann
     result = CliRunner().invoke(app, ["run", str(path), "--compare", "onnxruntime"])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1 and "--compare onnxruntime" in result.output
+
+
+def test_dumps_of_narrow_tensors_read_back_bit_for_bit(rt, tmp_path: Path) -> None:
+    from cannrt.tools.dump import load_dump
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    outs = [
+        helper.make_tensor_value_info(n, t, [2, 3]) for n, t in (("y", TensorProto.FLOAT8E5M2), ("z", TensorProto.INT4))
+    ]
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT8E5M2)]
+    nodes.append(helper.make_node("Cast", ["x"], ["z"], to=TensorProto.INT4))
+    data = np.array([[1, 2, -3], [500, -7, 0.3]], np.float32)
+    with (
+        cannrt.Model(compile_model(_model(nodes, [x], outs), OPTIONS)) as model,
+        cannrt.dump(tmp_path, mode="output") as res,
+    ):
+        y, z = model(data)
+    dumped = {op.op_name: op.tensors[0].array for op in map(load_dump, res.files)}
+    assert sorted(dumped) == ["Cast_0", "Cast_1"]
+    for got, want in ((dumped["Cast_0"], y), (dumped["Cast_1"], z)):
+        assert got is not None and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
