@@ -4,6 +4,7 @@ aclDataTypeSize (docs/dtypes.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from types import ModuleType
 
@@ -202,3 +203,12 @@ def test_dumps_of_narrow_tensors_read_back_bit_for_bit(rt, tmp_path: Path) -> No
     for got, want in ((dumped["Cast_0"], y), (dumped["Cast_1"], z)):
         assert got is not None and got.dtype == want.dtype
         np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("code", [5, 99, 255])
+def test_an_om_with_an_unknown_io_type_code_is_refused(code: int) -> None:
+    model, _ = _int4_weight_model()
+    offline = compile_model(model, OPTIONS)
+    bad = dataclasses.replace(offline, inputs=(dataclasses.replace(offline.inputs[0], dtype=code),))
+    with pytest.raises(om_format.OmFormatError, match=f"unknown tensor type code {code}"):
+        om_format.loads(om_format.dumps(bad))
