@@ -129,8 +129,9 @@ class CannrtBackend(Backend):
 
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
-        """True if every node's op type has a cannrt lowering and every tensor type an ACL data
-        type (no float8, int4, strings...), on a device cannrt serves."""
+        """True if every node's op type has a cannrt lowering and every tensor type a device type
+        code in cannrt.dtypes (float8, float4, int4 and int2 included; not strings or complex), on a
+        device cannrt serves."""
         known = supported_ops()
         graph = model.graph
         ops_ok = all(node.op_type in known and node.domain in ("", "ai.onnx") for node in graph.node)

@@ -171,8 +171,8 @@ def test_mode_1_on_a_bad_om(tmp_path, damage):
 
 def test_singleop_errors(tmp_path):
     bad = tmp_path / "ops.json"
-    bad.write_text(json.dumps([{"op": "Add", "input_desc": [{"format": "ND", "shape": [2], "type": "int4"}]}]))
-    _fails(_atc(f"--singleop={bad}", f"--output={tmp_path / 'd'}"), "entry 0", "int4")
+    bad.write_text(json.dumps([{"op": "Add", "input_desc": [{"format": "ND", "shape": [2], "type": "complex64"}]}]))
+    _fails(_atc(f"--singleop={bad}", f"--output={tmp_path / 'd'}"), "entry 0", "complex64")
     bad.write_text("[not json")
     _fails(_atc(f"--singleop={bad}", f"--output={tmp_path / 'd'}"), "not JSON")
     bad.write_text(json.dumps([{"op": "NoSuchOp", "input_desc": [], "output_desc": []}]))

@@ -195,7 +195,7 @@ def compare(expected: np.ndarray, got: np.ndarray, rtol: float, atol: float) -> 
         return f"dtype {got.dtype}, expected {expected.dtype}"
     if expected.shape != got.shape:
         return f"shape {got.shape}, expected {expected.shape}"
-    if expected.dtype.kind in "fc" or expected.dtype.name == "bfloat16":
+    if expected.dtype.kind in "fc" or expected.dtype.name.startswith(("bfloat16", "float8", "float4")):
         e, g = expected.astype(np.float64), got.astype(np.float64)
         close = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
         if not close.all():

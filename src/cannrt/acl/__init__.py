@@ -32,7 +32,7 @@ from cannrt.acl._buffers import (
 from cannrt.acl._core import finalize, get_recent_err_msg, get_soc_name, get_version, init
 from cannrt.acl._state import as_int
 from cannrt.acl.constants import *  # noqa: F403  (pyACL programs may spell constants as acl.ACL_...)
-from cannrt.dtypes import ACL_TO_NUMPY
+from cannrt.dtypes import acl_type_size
 
 
 def float16_to_float(value: int) -> float:
@@ -49,9 +49,9 @@ def float_to_float16(value: float) -> int:
 
 
 def get_data_type_size(data_type: int) -> int:
-    """Bytes of one element of an ACL data type, 0 if unknown (aclDataTypeSize)."""
-    dtype = ACL_TO_NUMPY.get(as_int("data_type", data_type))
-    return dtype.itemsize if dtype is not None else 0
+    """Bytes of one element of an ACL data type, 0 if unknown or ACL_STRING (aclDataTypeSize); 1 for
+    ACL_INT4 and ACL_FLOAT4_E2M1, which the device stores one element per byte."""
+    return acl_type_size(as_int("data_type", data_type))
 
 
 __all__ = [

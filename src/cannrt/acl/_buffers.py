@@ -14,10 +14,10 @@ from cannrt.abi.sqe import DescriptorError
 from cannrt.acl import constants as c
 from cannrt.acl._handles import HandleTable, Kind
 from cannrt.acl._state import api, as_handle, as_int, as_int_list, as_str, fail, on_finalize, record_error, require
-from cannrt.dtypes import ACL_TO_NUMPY
+from cannrt.dtypes import ACL_TO_NUMPY, ACL_TYPES, FORMAT_CODES
 from cannrt.errors import ErrorCode
 
-FORMATS = (c.ACL_FORMAT_NCHW, c.ACL_FORMAT_NHWC, c.ACL_FORMAT_ND, c.ACL_FORMAT_NC1HWC0, c.ACL_FORMAT_FRACTAL_Z)
+FORMATS = frozenset(FORMAT_CODES.values())
 
 
 @dataclass
@@ -105,7 +105,7 @@ get_data_buffer_size = get_data_buffer_size_v2  # aclGetDataBufferSize (deprecat
 def create_tensor_desc(data_type: int, dims: list[int] | tuple[int, ...], format: int) -> int:
     """A tensor description (aclCreateTensorDesc); 0 for an unknown type/format or negative dims."""
     dtype, shape, fmt = as_int("data_type", data_type), as_int_list("dims", dims), as_int("format", format)
-    if dtype not in ACL_TO_NUMPY or fmt not in FORMATS or any(d < 0 for d in shape):
+    if dtype not in ACL_TYPES or fmt not in FORMATS or any(d < 0 for d in shape):
         record_error(ErrorCode.INVALID_PARAM, f"create_tensor_desc: type {dtype}, dims {shape}, format {fmt}")
         return 0
     try:

@@ -12,6 +12,7 @@ from cannrt.acl import constants as c
 from cannrt.acl._buffers import BUFFERS
 from cannrt.acl._mdl_tables import DATASETS, DESCS, Dataset, ModelDesc, dataset_of, desc_of, filled, model_of
 from cannrt.acl._state import api, as_handle, as_int, as_str, fail
+from cannrt.dtypes import reported_acl_type
 from cannrt.errors import CannError, ErrorCode
 from cannrt.om.model import IoDesc, OfflineModel
 
@@ -94,13 +95,14 @@ def get_output_name_by_index(model_desc: int, index: int) -> str:
 
 
 def get_input_data_type(model_desc: int, index: int) -> int:
-    """ACL data type of input `index` (aclmdlGetInputDataType); ACL_DT_UNDEFINED when out of range."""
-    return int(_bare(lambda io: io.dtype, model_desc, index, False, c.ACL_DT_UNDEFINED))
+    """ACL data type of input `index` (aclmdlGetInputDataType); ACL_DT_UNDEFINED when out of range
+    or of a type aclDataType has no code for (the graph engine's int2, uint2, uint4, FNUZ float8s)."""
+    return int(_bare(lambda io: reported_acl_type(io.dtype), model_desc, index, False, c.ACL_DT_UNDEFINED))
 
 
 def get_output_data_type(model_desc: int, index: int) -> int:
-    """ACL data type of output `index` (aclmdlGetOutputDataType)."""
-    return int(_bare(lambda io: io.dtype, model_desc, index, True, c.ACL_DT_UNDEFINED))
+    """ACL data type of output `index` (aclmdlGetOutputDataType), as get_input_data_type reports it."""
+    return int(_bare(lambda io: reported_acl_type(io.dtype), model_desc, index, True, c.ACL_DT_UNDEFINED))
 
 
 def get_input_format(model_desc: int, index: int) -> int:

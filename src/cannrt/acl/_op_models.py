@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cannrt import dtypes
 from cannrt.acl import constants as c
 from cannrt.acl._buffers import TensorDesc
 from cannrt.acl._op_registry import OPS
@@ -26,30 +27,9 @@ from cannrt.errors import ErrorCode
 from cannrt.om.model import IoDesc, OfflineModel
 from cannrt.runtime.model_file import read_model
 
-TYPE_NAMES = {
-    "float": c.ACL_FLOAT,
-    "float32": c.ACL_FLOAT,
-    "float16": c.ACL_FLOAT16,
-    "int8": c.ACL_INT8,
-    "int32": c.ACL_INT32,
-    "uint8": c.ACL_UINT8,
-    "int16": c.ACL_INT16,
-    "uint16": c.ACL_UINT16,
-    "uint32": c.ACL_UINT32,
-    "int64": c.ACL_INT64,
-    "uint64": c.ACL_UINT64,
-    "double": c.ACL_DOUBLE,
-    "float64": c.ACL_DOUBLE,
-    "bool": c.ACL_BOOL,
-    "bfloat16": c.ACL_BF16,
-}
-FORMAT_NAMES = {
-    "NCHW": c.ACL_FORMAT_NCHW,
-    "NHWC": c.ACL_FORMAT_NHWC,
-    "ND": c.ACL_FORMAT_ND,
-    "NC1HWC0": c.ACL_FORMAT_NC1HWC0,
-    "FRACTAL_Z": c.ACL_FORMAT_FRACTAL_Z,
-}
+# one table with the writer (graph/singleop.py): cannrt.dtypes names the types and formats
+TYPE_NAMES = dtypes.TYPE_NAMES
+FORMAT_NAMES = dtypes.FORMAT_CODES
 
 
 @dataclass(frozen=True)

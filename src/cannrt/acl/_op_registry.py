@@ -14,13 +14,14 @@ from typing import Any
 from cannrt.acl import constants as c
 from cannrt.acl._buffers import TensorDesc
 from cannrt.acl._state import fail
+from cannrt.dtypes import PLAIN_FORMATS as PLAIN_FORMAT_CODES
 from cannrt.errors import ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
 from cannrt.runtime.core import tensor_arg
 
 FLOAT_TYPES = (c.ACL_FLOAT, c.ACL_FLOAT16, c.ACL_BF16, c.ACL_DOUBLE)
 MATMUL_TYPES = (c.ACL_FLOAT, c.ACL_FLOAT16, c.ACL_BF16, c.ACL_INT8)
-PLAIN_FORMATS = (c.ACL_FORMAT_ND, c.ACL_FORMAT_NCHW, c.ACL_FORMAT_NHWC)
+PLAIN_FORMATS = frozenset(PLAIN_FORMAT_CODES.values())  # kernels take these layouts as they are
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,10 @@ def _onnxruntime(path: str, model: Model, arrays: list[np.ndarray]) -> list[np.n
 
     session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = {io.name: array for io, array in zip(model.inputs, arrays, strict=True)}
-    return [np.asarray(r) for r in session.run(None, feeds)]
+    try:
+        return [np.asarray(r) for r in session.run(None, feeds)]
+    except RuntimeError as exc:  # e.g. float8 FNUZ outputs, which onnxruntime's numpy bridge lacks
+        raise ValueError(f"--compare onnxruntime: {exc}") from None
 
 
 def _mib(n: int) -> str:

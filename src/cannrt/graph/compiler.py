@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 
 from cannrt.config import PRESETS
-from cannrt.dtypes import acl_code
+from cannrt.dtypes import FORMAT_CODES, acl_code
 from cannrt.graph.describe import describe
 from cannrt.graph.errors import GraphError, ShapeError, UnsupportedOpError
 from cannrt.graph.ir import Graph, nbytes
@@ -30,7 +30,7 @@ from cannrt.graph.streams import assign_streams, schedule
 from cannrt.graph.tasks import generate
 from cannrt.om import Gear, IoDesc, OfflineModel
 
-FORMATS = {"NCHW": 0, "NHWC": 1, "ND": 2, "NCDHW": 30}  # ACL_FORMAT_* codes
+FORMATS = {name: FORMAT_CODES[name] for name in ("NCHW", "NHWC", "ND", "NCDHW")}  # ACL_FORMAT_* codes
 ONNX_FORMATS = ("NCHW", "ND", "NCDHW")  # what atc takes for --framework=5
 MBATCH_INPUT = "ascend_mbatch_shape_data"
 ALIASABLE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})

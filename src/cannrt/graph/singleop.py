@@ -19,30 +19,16 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from cannrt.dtypes import NUMPY_TO_ACL, acl_code, numpy_dtype
-from cannrt.graph.compiler import FORMATS, CompileOptions, compile_model
+from cannrt.dtypes import CANONICAL_TYPE_NAMES, PLAIN_FORMATS, TYPE_NAMES, acl_code, numpy_dtype
+from cannrt.graph.compiler import CompileOptions, compile_model
 from cannrt.graph.errors import GraphError
 from cannrt.graph.onnx_proto import onnx_elem_type
 from cannrt.om import OfflineModel
 
 NAME_LIMIT = 128
 OPSET = 18
-TYPES: dict[str, np.dtype] = {
-    "float": np.dtype(np.float32),
-    "float32": np.dtype(np.float32),
-    "float16": np.dtype(np.float16),
-    "double": np.dtype(np.float64),
-    "float64": np.dtype(np.float64),
-    "int8": np.dtype(np.int8),
-    "int16": np.dtype(np.int16),
-    "int32": np.dtype(np.int32),
-    "int64": np.dtype(np.int64),
-    "uint8": np.dtype(np.uint8),
-    "uint16": np.dtype(np.uint16),
-    "uint32": np.dtype(np.uint32),
-    "uint64": np.dtype(np.uint64),
-    "bool": np.dtype(np.bool_),
-}
+TYPES: dict[str, np.dtype] = {name: numpy_dtype(code) for name, code in TYPE_NAMES.items()}
+"""ops.json type names (one table with acl.op.set_model_dir's reader: cannrt.dtypes.TYPE_NAMES)."""
 # CANN operator names whose ONNX op type is spelled differently
 CANN_TO_ONNX = {"MatMulV2": "MatMul", "RealDiv": "Div", "Maximum": "Max", "Minimum": "Min", "SoftmaxV2": "Softmax"}
 
@@ -74,13 +60,20 @@ def _desc(entry: Mapping[str, Any], key: str, where: str) -> list[tuple[tuple[in
         if kind not in TYPES:
             raise GraphError(f"{where}: {key}[{i}] type {desc.get('type')!r} (expected one of {', '.join(TYPES)})")
         fmt = str(desc.get("format", "ND")).upper()
-        if fmt not in FORMATS:
-            raise GraphError(f"{where}: {key}[{i}] format {desc.get('format')!r} (expected {', '.join(FORMATS)})")
+        if fmt not in PLAIN_FORMATS:
+            expected = ", ".join(PLAIN_FORMATS)
+            raise GraphError(
+                f"{where}: {key}[{i}] format {desc.get('format')!r} (expected {expected}: no format conversion)"
+            )
         shape = desc.get("shape")
         if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
             raise GraphError(f"{where}: {key}[{i}] shape {shape!r} must be a list of dims >= 0")
         result.append((tuple(shape), TYPES[kind], fmt))
     return result
+
+
+def _type_name(dtype: np.dtype) -> str:
+    return CANONICAL_TYPE_NAMES[acl_code(dtype)]
 
 
 def _attr(item: Any, where: str) -> tuple[str, Any]:
@@ -90,7 +83,9 @@ def _attr(item: Any, where: str) -> tuple[str, Any]:
     if kind in ("bool", "list_bool"):
         value = [int(bool(v)) for v in value] if kind == "list_bool" else int(bool(value))
     elif kind == "data_type":
-        value = onnx_elem_type(TYPES.get(str(value).lower(), np.dtype(np.float32)))
+        if str(value).lower() not in TYPES:
+            raise GraphError(f"{where}: attr {name} data_type {value!r} (expected one of {', '.join(TYPES)})")
+        value = onnx_elem_type(TYPES[str(value).lower()])
     return name, value
 
 
@@ -104,7 +99,7 @@ def file_name(index: int, entry: Mapping[str, Any], descs: Sequence[tuple[tuple[
         return f"{entry['name']}.om"
     parts = [f"{index}_{entry['op']}"]
     for shape, dtype, fmt in descs:
-        parts.append(f"_{NUMPY_TO_ACL[dtype]}_{FORMATS[fmt]}" + "".join(f"_{d}" for d in shape))
+        parts.append(f"_{acl_code(dtype)}_{PLAIN_FORMATS[fmt]}" + "".join(f"_{d}" for d in shape))
     return "".join(parts)[:NAME_LIMIT] + ".om"
 
 
@@ -155,8 +150,8 @@ def build(entry: Mapping[str, Any], index: int, soc_version: str) -> tuple[str, 
             )
     normalised = {
         "op": op,
-        "input_desc": [{"format": f, "shape": list(s), "type": str(t)} for s, t, f in inputs],
-        "output_desc": [{"format": f, "shape": list(s), "type": str(t)} for s, t, f in outputs],
+        "input_desc": [{"format": f, "shape": list(s), "type": _type_name(t)} for s, t, f in inputs],
+        "output_desc": [{"format": f, "shape": list(s), "type": _type_name(t)} for s, t, f in outputs],
         "attr": [dict(item) for item in entry.get("attr", []) or []],
     }
     graph_json = {**compiled.graph, "singleop": normalised}

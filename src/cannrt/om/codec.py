@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cannrt.dtypes import numpy_dtype
+from cannrt.dtypes import ACL_TO_NUMPY, numpy_dtype
 from cannrt.om.model import (
     EventRecordTask,
     EventWaitTask,
@@ -139,9 +139,13 @@ def encode_io(io: IoDesc) -> dict[str, Any]:
 
 
 def decode_io(obj: Any) -> IoDesc:
+    """An I/O description; ValueError for a type code cannrt.dtypes does not know (a foreign model)."""
+    dtype = as_int(obj["dtype"], "I/O dtype")
+    if dtype not in ACL_TO_NUMPY:
+        raise ValueError(f"I/O {obj['name']!r}: unknown tensor type code {dtype}")
     return IoDesc(
         as_str(obj["name"], "I/O name"),
-        as_int(obj["dtype"], "I/O dtype"),
+        dtype,
         as_int(obj["format"], "I/O format"),
         as_shape(obj["shape"], "I/O shape", low=-1),
         as_int(obj["size"], "I/O size"),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from cannrt.abi import DumpRecord, DumpTensor
-from cannrt.dtypes import BFLOAT16, numpy_dtype
+from cannrt.dtypes import NPY_WIDENED, numpy_dtype
 from cannrt.tools.manifest import TENSOR_DIR, UNSAFE, Manifest, manifest_key
 
 # CANN's op types of the built-in kernels (aclnn / TBE names); others are capitalised
@@ -196,9 +196,11 @@ def write_archive(target: Path, meta: dict[str, Any], arrays: dict[str, np.ndarr
 
 
 def save_tensor(target: Path, array: np.ndarray) -> None:
-    """One tensor as a .npy file (bfloat16, which .npy cannot name, widened exactly to float32)."""
+    """One tensor as a .npy file (bfloat16, float8, float4, int4, int2..., which .npy cannot name,
+    widened exactly to float32, int8 or uint8: NPY_WIDENED)."""
     target.parent.mkdir(exist_ok=True)
-    np.save(target, array.astype(np.float32) if array.dtype == BFLOAT16 else array)
+    widened = NPY_WIDENED.get(array.dtype)
+    np.save(target, array if widened is None else array.astype(widened))
 
 
 def _load_tensor(folder: Path, entry: dict[str, Any], archive: Any) -> np.ndarray | None:

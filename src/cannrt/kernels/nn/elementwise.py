@@ -3,6 +3,10 @@
 Unary kernels take x, y, then their float parameters; binary kernels a, b, y (inputs broadcast
 to y, ONNX multidirectional broadcasting); `where` takes condition, a, b, y. Floats compute in
 fp32 (fp64 for fp64 tensors) and round once into the output's dtype.
+
+cast x, y, saturate, round_mode converts to y's dtype as ONNX Cast does: round to nearest even
+(numpy / ml_dtypes conversions), float8 targets clamped to their finite range when saturate is 1
+(NaN stays NaN), float8 E8M0 targets rounded by round_mode (ROUND_UP, ROUND_NEAREST, ROUND_DOWN).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cannrt.dtypes import FLOAT8_E8M0, FLOAT8_MAX
 from cannrt.kernels.builtins import compute_dtype, vector_work
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
@@ -238,6 +243,52 @@ def _check_add_act(specs: ArgSpecs) -> None:
     check_float("add_act", y)
 
 
+ROUND_UP, ROUND_NEAREST, ROUND_DOWN = range(3)
+ROUND_MODES = {"up": ROUND_UP, "nearest": ROUND_NEAREST, "down": ROUND_DOWN}  # ONNX Cast round_mode
+
+
+def _to_e8m0(x: np.ndarray, saturate: int, round_mode: int) -> np.ndarray:
+    """float8 E8M0 (a bare biased exponent, no sign) of x: fp32's exponent field, rounded up by
+    the fp32 mantissa as round_mode says; NaN and inf become 0xFF (NaN); with saturate, no value
+    rounds past the largest exponent (254)."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
+    special = exponent == 0xFF
+    if round_mode == ROUND_UP:
+        up = (bits & 0x7FFFFF) > 0
+    elif round_mode == ROUND_NEAREST:
+        guard, rest = (bits & 0x400000) > 0, (bits & 0x3FFFFF) > 0
+        up = guard & (rest | (exponent > 0))  # halfway rounds up unless the exponent field is 0
+    else:
+        up = np.zeros(bits.shape, np.bool_)
+    up &= ~special
+    if saturate:
+        up &= exponent != 0xFE
+    out = (exponent + up).astype(np.uint8)  # 254 + 1 = 255: NaN without saturate
+    out[special] = 0xFF
+    return out.view(FLOAT8_E8M0)
+
+
+def _cast(x: np.ndarray, y: np.ndarray, saturate: int, round_mode: int) -> None:
+    with np.errstate(all="ignore"):
+        if y.dtype == np.bool_:
+            np.not_equal(x, 0, out=y)
+        elif y.dtype == FLOAT8_E8M0 and x.dtype != FLOAT8_E8M0:
+            store(y, _to_e8m0(x, saturate, round_mode))
+        elif y.dtype in FLOAT8_MAX and saturate and x.dtype != y.dtype:
+            top = FLOAT8_MAX[y.dtype]
+            wide = x if x.dtype in COMPUTE_DTYPES or x.dtype == np.float16 else x.astype(np.float32)
+            store(y, np.clip(wide, wide.dtype.type(-top), wide.dtype.type(top)).astype(y.dtype))
+        else:
+            np.copyto(y, x.astype(y.dtype), casting="unsafe")
+
+
+def _check_cast(specs: ArgSpecs) -> None:
+    check_same_shape("cast", specs, ints=2)
+    if specs[3] not in ROUND_MODES.values():
+        raise KernelArgumentError(f"cast: round mode {specs[3]} (expected 0 up, 1 nearest or 2 down)")
+
+
 KERNELS = {name: _unary(name, *entry) for name, entry in UNARY.items()}
 KERNELS.update({name: _binary(name, *entry) for name, entry in BINARY.items()})
 KERNELS["not"] = register(
@@ -245,3 +296,4 @@ KERNELS["not"] = register(
 )
 KERNELS["add_act"] = register("add_act", _add_act, vector_work(3, 1.0 + ACTIVATION_VECTOR_OPS), _check_add_act, (2,))
 KERNELS["where"] = register("where", _where, vector_work(4, 1.0), _check_where, (3,))
+KERNELS["cast"] = register("cast", _cast, vector_work(2, 1.0), _check_cast, (1,))

@@ -1,7 +1,7 @@
 """Data movement on the vector unit (MTE-bound): copies, layout changes and gathers.
 
 copy x, y (same elements, any shape: Reshape / Flatten / Squeeze / Identity); expand x, y
-(broadcast); tile x, y; fill y, value; shape x, y, start; cast x, y; transpose x, y, *perm;
+(broadcast); tile x, y; fill y, value; shape x, y, start; transpose x, y, *perm;
 concat_into x, y, axis, offset (x into its slab of y); slice x, y, then per axis start, step;
 gather data, indices, y, axis; pad x, y, mode, value, then pads begin and end per axis.
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, count, vector_rate
-from cannrt.kernels.nn.common import check_broadcast, check_same_shape, check_scalars, register, store
+from cannrt.kernels.nn.common import check_broadcast, check_scalars, register, store
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP = range(4)
@@ -83,14 +83,6 @@ def _check_shape(specs: ArgSpecs) -> None:
     assert isinstance(start, int)
     if len(y.shape) != 1 or not 0 <= start <= len(x.shape) - y.shape[0]:
         raise KernelArgumentError(f"shape: output {y.shape} from {start} of a rank {len(x.shape)} input")
-
-
-def _cast(x: np.ndarray, y: np.ndarray) -> None:
-    with np.errstate(all="ignore"):
-        if y.dtype == np.bool_:
-            np.not_equal(x, 0, out=y)
-        else:
-            np.copyto(y, x.astype(y.dtype), casting="unsafe")
 
 
 def _transpose(x: np.ndarray, y: np.ndarray, *perm: int) -> None:
@@ -196,7 +188,6 @@ EXPAND = register("expand", lambda x, y: store(y, np.broadcast_to(x, y.shape)), 
 TILE = register("tile", _tile, _move_work(), _check_tile, (1,))
 FILL = register("fill", _fill, _move_work((), 0), _check_fill, (0,))
 SHAPE = register("shape", _shape, _move_work(()), _check_shape, (1,))
-CAST = register("cast", _cast, _move_work(), lambda s: check_same_shape("cast", s), (1,))
 TRANSPOSE = register("transpose", _transpose, _move_work(), _check_transpose, (1,))
 CONCAT_INTO = register("concat_into", _concat_into, _move_work((0,), 0), _check_concat_into, (1,))
 SLICE = register("slice", _slice, _move_work(), _check_slice, (1,))
