@@ -14,6 +14,7 @@ import numpy as np
 from cannrt.abi import CoreKind, TensorArg, Work
 from cannrt.dtypes import numpy_dtype
 from cannrt.kernels.builtins import TILE_M, TILE_N, compute_dtype
+from cannrt.kernels.nn.half import F16, F32, narrow_into, widen
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError, register_kernel, require_tensors
 
 PREFIX = "nn."
@@ -25,8 +26,8 @@ def cube_rate(spec: TensorArg) -> float:
 
 
 def as_compute(x: np.ndarray) -> np.ndarray:
-    """x in its compute dtype (no copy when it already is)."""
-    return x.astype(compute_dtype(x), copy=False)
+    """x in its compute dtype (no copy when it already is; fp16 widened by half.widen)."""
+    return widen(x) if x.dtype == F16 else x.astype(compute_dtype(x), copy=False)
 
 
 CUBE_FRACTAL = 16  # the cube's m / n granule
@@ -136,5 +137,10 @@ def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 
 def store(out: np.ndarray, value: np.ndarray) -> None:
-    """Write a computed result into an output view (casting to its dtype)."""
-    np.copyto(out, value.reshape(out.shape) if value.shape != out.shape else value, casting="unsafe")
+    """Write a computed result into an output view (casting to its dtype; fp32 into fp16 by
+    half.narrow_into)."""
+    value = value.reshape(out.shape) if value.shape != out.shape else value
+    if out.dtype == F16 and value.dtype == F32:
+        narrow_into(out, value)
+    else:
+        np.copyto(out, value, casting="unsafe")

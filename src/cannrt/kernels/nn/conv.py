@@ -24,6 +24,7 @@ from cannrt.kernels.nn import blas
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
+    as_compute,
     check_float,
     cube_rate,
     cube_tiles,
@@ -184,10 +185,10 @@ def convolve_into(
     out = tuple(y.shape[2:])
     depth = cg * math.prod(window.kernel)
     rest = math.prod(out[1:])
-    weights = w.astype(dtype, copy=False).reshape(group, mg, depth)
-    b = None if bias is None else bias.astype(dtype, copy=False).reshape(group, mg, 1)
+    weights = as_compute(w).reshape(group, mg, depth)
+    b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
     pointwise = _pointwise(x, window, out)
-    xp = x if pointwise else padded(x, window, out, 0.0, dtype)
+    xp = as_compute(x) if pointwise else padded(x, window, out, 0.0, dtype)
     items, shared = _plan(n, group, mg, out, depth, dtype.itemsize)
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)
@@ -199,7 +200,7 @@ def convolve_into(
         item = items[index]
         if pointwise:
             plane = xp[item.n, item.g * cg : (item.g + 1) * cg].reshape(cg, -1)
-            cols = plane[:, item.r0 * rest : item.r1 * rest].astype(dtype, copy=False)
+            cols = plane[:, item.r0 * rest : item.r1 * rest]
         else:
             cols = common if common is not None else _columns(xp, window, out, item, cg, dtype)
         channels = slice(item.g * mg + item.m0, item.g * mg + item.m1)
@@ -210,7 +211,7 @@ def convolve_into(
             band += b[item.g, item.m0 : item.m1]
         activate(band, *activation)
         if band is not view:
-            np.copyto(view, band, casting="unsafe")
+            store(view, band)
 
     blas.parallel_for(len(items), run)
     if target is not y:
@@ -245,9 +246,9 @@ def _conv_body(*args: object, bias: bool) -> None:
     assert b is None or isinstance(b, np.ndarray)
     if w.shape[1] == 1 and group > 1 and math.prod(window.kernel) <= DEPTHWISE_MAX_TAPS:
         dtype = compute_dtype(x)
-        result = _depthwise(x, w.astype(dtype, copy=False), group, window, tuple(y.shape[2:]), dtype)
+        result = _depthwise(x, as_compute(w), group, window, tuple(y.shape[2:]), dtype)
         if b is not None:
-            result += b.astype(dtype, copy=False).reshape(-1, *([1] * nd))
+            result += as_compute(b).reshape(-1, *([1] * nd))
         store(y, activate(result, act, alpha, beta))
         return
     convolve_into(x, w, b, group, window, y, (act, alpha, beta))

@@ -63,7 +63,7 @@ def _batchnorm(
     rank = max(2, x.ndim)
     factor, shift = _channel(factor.astype(dtype), rank), _channel(shift.astype(dtype), rank)
     target = y if y.dtype == dtype else np.empty(y.shape, dtype)
-    np.multiply(x, factor, out=target, casting="unsafe")
+    np.multiply(as_compute(x), factor, out=target, casting="unsafe")
     target += shift
     activate(target, act, alpha, beta)
     if target is not y:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from cannrt.abi import TensorArg
+from cannrt.kernels.nn.half import F16, F32, widen
 from cannrt.kernels.registry import KernelArgumentError
 
 
@@ -104,11 +105,17 @@ def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype
     """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
     spatial = x.shape[2:]
     ends = [max(0, window.reach(a, n) - window.pads_begin[a] - spatial[a]) for a, n in enumerate(out)]
+    if x.dtype == F16 and dtype == F32:
+        x = widen(x)  # numba's conversion, then a plain fp32 copy into the padded frame
     if not any(window.pads_begin) and not any(ends):
         return x.astype(dtype, copy=False)
     shape = (*x.shape[:2], *(p + e + n for p, e, n in zip(window.pads_begin, ends, spatial, strict=True)))
-    xp = np.full(shape, fill, dtype=dtype)
+    xp = np.empty(shape, dtype=dtype)
     inner: tuple[Any, ...] = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.pads_begin, spatial, strict=True)))
+    for axis, (begin, end) in enumerate(zip(window.pads_begin, ends, strict=True)):  # fill only the frame
+        lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
+        xp[(*lead, slice(0, begin))] = fill
+        xp[(*lead, slice(xp.shape[2 + axis] - end, None))] = fill
     xp[inner] = x
     return xp
 
