@@ -46,6 +46,7 @@ def limit_blas_threads() -> None:
 
 
 SPLIT_FLOPS = 2e7  # products at least this large share their items with the helper thread
+PARALLEL_ELEMENTS = 1 << 18  # vector kernels on at least this many input elements share theirs
 _pool: list[ThreadPoolExecutor] = []
 SPLITS = [0]  # kernels shared with the helper so far (tests read it)
 
