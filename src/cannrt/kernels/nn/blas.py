@@ -1,4 +1,4 @@
-"""The host's BLAS runs the cube kernels on one thread.
+"""The host threads the operator kernels compute on: single-threaded BLAS, work shared by hand.
 
 A kernel's numpy code runs on the simulated device's worker thread while the host's own threads
 (and, on a shared machine, other processes) hold the other cores; a multi-threaded OpenBLAS
@@ -9,11 +9,19 @@ The device's parallelism is modelled (block_dim over the AI cores), not borrowed
 The limit is set once, when the first cube kernel runs, and stays (process-wide, as
 torch.set_num_threads does): switching it per launch costs 0.1-0.2 ms, since OpenBLAS parks
 and wakes its threads on every change.
+
+Large kernels still use both host cores, without spinning: `parallel_for` hands the items of a
+kernel (bands of a convolution's output, channel slabs of a pooling) to the calling thread and
+one helper thread, both pulling the next item from one shared counter. A helper that the
+scheduler does not run (a loaded machine) costs nothing: the caller runs every item and
+withdraws the helper's job instead of waiting for it.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -37,9 +45,10 @@ def limit_blas_threads() -> None:
             _done[0] = True
 
 
-SPLIT_FLOPS = 2e7  # products at least this large use a second host thread
+SPLIT_FLOPS = 2e7  # products at least this large share their items with the helper thread
+PARALLEL_ELEMENTS = 1 << 18  # vector kernels on at least this many input elements share theirs
 _pool: list[ThreadPoolExecutor] = []
-SPLITS = [0]  # products split so far (tests read it)
+SPLITS = [0]  # kernels shared with the helper so far (tests read it)
 
 
 def _helper() -> ThreadPoolExecutor:
@@ -49,16 +58,46 @@ def _helper() -> ThreadPoolExecutor:
         return _pool[0]
 
 
+def parallel_for(count: int, body: Callable[[int], None]) -> None:
+    """body(i) for every i in range(count), on the calling thread and one helper: each takes the
+    next index from a shared counter until none is left. An exception in either is raised here,
+    after both stopped."""
+    if count <= 1:
+        if count == 1:
+            body(0)
+        return
+    SPLITS[0] += 1
+    counter = itertools.count()  # next() on it is atomic: one bytecode-free C call
+
+    def drain() -> None:
+        for index in counter:
+            if index >= count:
+                return
+            body(index)
+
+    job = _helper().submit(drain)
+    try:
+        drain()
+    finally:
+        if not job.cancel():  # the helper started: it finishes the item it holds
+            job.result()
+
+
 def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out = a @ b for a 2-D a (m x k) and b (k x n), out C-contiguous (m x n): large products
-    split their rows between the calling thread and one helper, each on single-threaded BLAS
-    (both cores busy, neither spinning while the other is descheduled)."""
-    m = a.shape[0]
-    if 2.0 * m * a.shape[1] * b.shape[1] < SPLIT_FLOPS or m < 32:
+    """out = a @ b for a 2-D a (m x k) and b (k x n), out a 2-D view with unit column stride:
+    large products split their columns (b's and out's) between the calling thread and the
+    helper, each half on single-threaded BLAS. Columns, not rows: each thread then packs only
+    its own half of b, and a thin a (few output channels) stays one efficient product."""
+    m, k = a.shape
+    n = b.shape[1]
+    if 2.0 * m * k * n < SPLIT_FLOPS or n < 64:
         np.matmul(a, b, out=out)
         return
-    half = m // 2
-    SPLITS[0] += 1
-    other = _helper().submit(np.matmul, a[half:], b, out=out[half:])
-    np.matmul(a[:half], b, out=out[:half])
-    other.result()
+    half = n // 2
+    bounds = ((0, half), (half, n))
+
+    def part(index: int) -> None:
+        start, stop = bounds[index]
+        np.matmul(a, b[:, start:stop], out=out[:, start:stop])
+
+    parallel_for(2, part)

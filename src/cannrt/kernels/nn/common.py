@@ -14,6 +14,8 @@ import numpy as np
 from cannrt.abi import CoreKind, TensorArg, Work
 from cannrt.dtypes import numpy_dtype
 from cannrt.kernels.builtins import TILE_M, TILE_N, compute_dtype
+from cannrt.kernels.nn import blas
+from cannrt.kernels.nn.half import F16, F32, narrow_into, widen
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError, register_kernel, require_tensors
 
 PREFIX = "nn."
@@ -25,8 +27,8 @@ def cube_rate(spec: TensorArg) -> float:
 
 
 def as_compute(x: np.ndarray) -> np.ndarray:
-    """x in its compute dtype (no copy when it already is)."""
-    return x.astype(compute_dtype(x), copy=False)
+    """x in its compute dtype (no copy when it already is; fp16 widened by half.widen)."""
+    return widen(x) if x.dtype == F16 else x.astype(compute_dtype(x), copy=False)
 
 
 CUBE_FRACTAL = 16  # the cube's m / n granule
@@ -48,6 +50,24 @@ def cube_tiles(rows: int, cols: int) -> tuple[int, int]:
         else:
             break
     return tile_m, tile_n
+
+
+def in_planes(x: np.ndarray, y: np.ndarray, body: Callable[[np.ndarray, np.ndarray, slice], None]) -> None:
+    """body(x part, y part, planes) over the (N, C) planes: the parts are (planes, 1, *spatial)
+    views and `planes` slices the flat plane index; all at once for a small tensor, else two
+    halves on both host threads (blas.parallel_for; smaller slabs cost more in Python than
+    they gain in cache). y is written in place (through a buffer if it is not contiguous)."""
+    planes = x.shape[0] * x.shape[1]
+    target = y if y.flags.c_contiguous else np.empty(y.shape, y.dtype)
+    xs, ys = x.reshape(planes, 1, *x.shape[2:]), target.reshape(planes, 1, *y.shape[2:])
+    if planes < 2 or x.size < blas.PARALLEL_ELEMENTS:
+        body(xs, ys, slice(0, planes))
+    else:
+        half = planes // 2
+        bounds = (slice(0, half), slice(half, planes))
+        blas.parallel_for(2, lambda index: body(xs[bounds[index]], ys[bounds[index]], bounds[index]))
+    if target is not y:
+        np.copyto(y, target)
 
 
 def check_scalars(name: str, specs: ArgSpecs, tensors: int, ints: int = 0, floats: int = 0) -> list[TensorArg]:
@@ -136,5 +156,10 @@ def sigmoid(x: np.ndarray, out: np.ndarray) -> np.ndarray:
 
 
 def store(out: np.ndarray, value: np.ndarray) -> None:
-    """Write a computed result into an output view (casting to its dtype)."""
-    np.copyto(out, value.reshape(out.shape) if value.shape != out.shape else value, casting="unsafe")
+    """Write a computed result into an output view (casting to its dtype; fp32 into fp16 by
+    half.narrow_into)."""
+    value = value.reshape(out.shape) if value.shape != out.shape else value
+    if out.dtype == F16 and value.dtype == F32:
+        narrow_into(out, value)
+    else:
+        np.copyto(out, value, casting="unsafe")

@@ -2,26 +2,29 @@
 
 Arguments: x (N, C, *spatial), w (M, C/group, *kernel), [b (M,)], y (N, M, *out), then ints
 group, activation code, the window (kernel, strides, dilations, pads begin, pads end per axis),
-then floats activation alpha, beta. A 1x1 convolution is one matrix product on x itself; any
-other gathers its im2col matrix with one strided copy per kernel offset and multiplies once (per
-group, batched); a depthwise convolution accumulates per kernel offset on the vector path.
-Reduced precision computes in fp32 and casts the result, as the cube accumulates.
+then floats activation alpha, beta. A large convolution is cut into bands of output rows: per band
+one strided copy gathers its im2col matrix (a 1x1 unit-stride convolution multiplies x itself)
+and one product writes the band of the output in place, the bias and activation following while
+the band is in cache; bands run on both host threads. A depthwise convolution accumulates per
+kernel offset on the vector path. Reduced precision computes in fp32 and casts the result, as
+the cube accumulates.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
 from cannrt.kernels.builtins import compute_dtype
-from cannrt.kernels.nn.blas import limit_blas_threads, matmul_into
+from cannrt.kernels.nn import blas
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
+    as_compute,
     check_float,
     cube_rate,
     cube_tiles,
@@ -102,45 +105,117 @@ def _work(specs: ArgSpecs, bias: bool) -> Work:
     )
 
 
-def im2col(x: np.ndarray, window: Window, out: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """(N, C, taps, *out) matrix of every kernel offset's input (one strided copy per offset);
-    a 1x1 unit-stride unpadded window is x itself."""
-    if math.prod(window.kernel) == 1 and not any(window.pads_begin):
-        index: tuple[Any, ...] = (
-            Ellipsis,
-            *(slice(0, (n - 1) * s + 1, s) for n, s in zip(out, window.strides, strict=True)),
-        )
-        view = x[index]
-        return np.asarray(view.astype(dtype, copy=False).reshape(*x.shape[:2], 1, *out))
-    xp = padded(x, window, out, 0.0, x.dtype)
-    cols = np.empty((*x.shape[:2], *window.kernel, *out), dtype=dtype)
-    np.copyto(cols, window.unfold(xp, out), casting="unsafe")
-    return cols.reshape(*x.shape[:2], math.prod(window.kernel), *out)
+BAND_BYTES = 2 << 20  # im2col bytes per band: a band's matrix stays in L2 while its product reads it
+MIN_BAND_PIXELS = 128  # bands narrower than this make thin products: split the output channels instead
+MIN_CHANNEL_PART = 32  # output channels per part when the channels are split
 
 
-def convolve(
-    x: np.ndarray, w: np.ndarray, group: int, window: Window, out: tuple[int, ...], into: np.ndarray | None = None
-) -> np.ndarray:
-    """(N, M, *out) convolution in the compute dtype; the product lands in `into` when given (a
-    C-contiguous array of the compute dtype, such as the output itself)."""
+@dataclass(frozen=True)
+class _Item:
+    """One product of a convolution: image n, group g, output rows [r0, r1) of the first spatial
+    axis, output channels [m0, m1) of the group."""
+
+    n: int
+    g: int
+    r0: int
+    r1: int
+    m0: int
+    m1: int
+
+
+def _plan(n: int, group: int, mg: int, out: tuple[int, ...], depth: int, itemsize: int) -> tuple[list[_Item], bool]:
+    """The items of a convolution, and whether they share one im2col matrix (channel parts).
+    Large products are cut into row bands of about BAND_BYTES of im2col (an even count when
+    there is one image and group, so both host threads get the same share), or into two channel
+    halves when such bands would be thinner than MIN_BAND_PIXELS."""
+    rest = math.prod(out[1:])
+    pixels = out[0] * rest
+    rows, parts = max(1, out[0]), 1
+    if 2.0 * n * group * mg * depth * pixels >= blas.SPLIT_FLOPS:
+        single = n * group == 1
+        bands = max(2 if single else 1, -(-pixels * depth * itemsize // BAND_BYTES))
+        bands += bands % 2 if single else 0
+        rows = -(-out[0] // min(bands, out[0]))
+        if single and (rows * rest < MIN_BAND_PIXELS or rows == out[0]) and mg >= 2 * MIN_CHANNEL_PART:
+            rows, parts = out[0], 2
+    half = -(-mg // parts)
+    items = [
+        _Item(i, g, r0, min(r0 + rows, out[0]), m0, min(m0 + half, mg))
+        for i in range(n)
+        for g in range(group)
+        for r0 in range(0, out[0], rows)
+        for m0 in range(0, mg, half)
+    ]
+    return items, parts > 1
+
+
+def _columns(xp: np.ndarray, window: Window, out: tuple[int, ...], item: _Item, cg: int, dtype: np.dtype) -> np.ndarray:
+    """(C/group * taps, band pixels) im2col matrix of one item's rows: one strided copy."""
+    s, d, k = window.strides[0], window.dilations[0], window.kernel[0]
+    channels = slice(item.g * cg, (item.g + 1) * cg)
+    band = xp[item.n : item.n + 1, channels, item.r0 * s : (item.r1 - 1) * s + (k - 1) * d + 1]
+    shape = (item.r1 - item.r0, *out[1:])
+    cols = np.empty((cg * math.prod(window.kernel), math.prod(shape)), dtype=dtype)
+    np.copyto(cols.reshape(1, cg, *window.kernel, *shape), window.unfold(band, shape), casting="unsafe")
+    return cols
+
+
+def _pointwise(x: np.ndarray, window: Window, out: tuple[int, ...]) -> bool:
+    """A 1x1 unit-stride unpadded window: the im2col matrix is x itself."""
+    return math.prod(window.kernel) == 1 and all(s == 1 for s in window.strides) and tuple(x.shape[2:]) == out
+
+
+def convolve_into(
+    x: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None,
+    group: int,
+    window: Window,
+    y: np.ndarray,
+    activation: tuple[int, float, float],
+) -> None:
+    """y = act(conv(x, w) + bias), computed in the compute dtype: per item one im2col band and
+    one product written straight into y's band (through a band-sized buffer when y is of
+    another dtype), then the bias and activation on that band while it is in cache. Items run
+    on both host threads (blas.parallel_for)."""
     dtype = compute_dtype(x)
     n, c = x.shape[:2]
     m = w.shape[0]
-    taps = math.prod(window.kernel)
-    pixels = math.prod(out)
     cg, mg = c // group, m // group
-    weights = w.astype(dtype, copy=False)
-    if cg == 1 and group > 1 and taps <= DEPTHWISE_MAX_TAPS:
-        return _depthwise(x, weights, group, window, out, dtype)
-    cols = im2col(x, window, out, dtype).reshape(n, group, cg * taps, pixels)
-    if into is not None:
-        if n == 1 and group == 1:
-            matmul_into(weights.reshape(m, cg * taps), cols.reshape(cg * taps, pixels), into.reshape(m, pixels))
+    out = tuple(y.shape[2:])
+    depth = cg * math.prod(window.kernel)
+    rest = math.prod(out[1:])
+    weights = as_compute(w).reshape(group, mg, depth)
+    b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
+    pointwise = _pointwise(x, window, out)
+    xp = as_compute(x) if pointwise else padded(x, window, out, 0.0, dtype)
+    items, shared = _plan(n, group, mg, out, depth, dtype.itemsize)
+    target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
+    flat = target.reshape(n, m, out[0] * rest)
+    common = None
+    if shared and not pointwise:
+        common = _columns(xp, window, out, items[0], cg, dtype)
+
+    def run(index: int) -> None:
+        item = items[index]
+        if pointwise:
+            plane = xp[item.n, item.g * cg : (item.g + 1) * cg].reshape(cg, -1)
+            cols = plane[:, item.r0 * rest : item.r1 * rest]
         else:
-            np.matmul(weights.reshape(group, mg, cg * taps), cols, out=into.reshape(n, group, mg, pixels))
-        return into
-    product = np.matmul(weights.reshape(group, mg, cg * taps), cols)
-    return np.asarray(product).reshape(n, m, *out)
+            cols = common if common is not None else _columns(xp, window, out, item, cg, dtype)
+        channels = slice(item.g * mg + item.m0, item.g * mg + item.m1)
+        view = flat[item.n, channels, item.r0 * rest : item.r1 * rest]
+        band = view if view.dtype == dtype else np.empty(view.shape, dtype)
+        np.matmul(weights[item.g, item.m0 : item.m1], cols, out=band)
+        if b is not None:
+            band += b[item.g, item.m0 : item.m1]
+        activate(band, *activation)
+        if band is not view:
+            store(view, band)
+
+    blas.parallel_for(len(items), run)
+    if target is not y:
+        store(y, target)
 
 
 def _depthwise(
@@ -167,19 +242,20 @@ def _conv_body(*args: object, bias: bool) -> None:
     nd = x.ndim - 2
     window = Window.parse("conv", nd, args[count + 2 : count + 2 + 5 * nd])
     alpha, beta = (float(v) for v in args[count + 2 + 5 * nd :])  # type: ignore[arg-type]
-    direct = y.dtype == compute_dtype(x) and y.flags.c_contiguous
-    result = convolve(x, w, group, window, tuple(y.shape[2:]), into=y if direct else None)
-    if bias:
-        b = args[2]
-        assert isinstance(b, np.ndarray)
-        result += b.astype(result.dtype, copy=False).reshape(-1, *([1] * nd))
-    activate(result, act, alpha, beta)
-    if result is not y:
-        store(y, result)
+    b = args[2] if bias else None
+    assert b is None or isinstance(b, np.ndarray)
+    if w.shape[1] == 1 and group > 1 and math.prod(window.kernel) <= DEPTHWISE_MAX_TAPS:
+        dtype = compute_dtype(x)
+        result = _depthwise(x, as_compute(w), group, window, tuple(y.shape[2:]), dtype)
+        if b is not None:
+            result += as_compute(b).reshape(-1, *([1] * nd))
+        store(y, activate(result, act, alpha, beta))
+        return
+    convolve_into(x, w, b, group, window, y, (act, alpha, beta))
 
 
 def _conv(*args: object, bias: bool) -> None:
-    limit_blas_threads()
+    blas.limit_blas_threads()
     _conv_body(*args, bias=bias)
 
 

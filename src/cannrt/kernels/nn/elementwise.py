@@ -111,6 +111,7 @@ DIRECT_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {
 DIRECT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 DIRECT_FLOAT_BINARY = {"div": np.divide}
 COMPUTE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+F16 = np.dtype(np.float16)  # numpy's own fp16 loops are scalar: fp16 goes through half.py's conversions
 
 
 def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
@@ -118,7 +119,8 @@ def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
 
     def compute(x: np.ndarray, y: np.ndarray, *params: float) -> None:
         with np.errstate(all="ignore"):
-            if direct is not None and x.dtype == y.dtype and (x.dtype in COMPUTE_DTYPES or name == "relu"):
+            own = x.dtype in COMPUTE_DTYPES or (name == "relu" and x.dtype.kind in "iu")
+            if direct is not None and x.dtype == y.dtype and own:
                 direct(x, y)
                 return
             if x.dtype.kind in "iub":
@@ -199,10 +201,10 @@ def _binary(name: str, function: Callable[..., np.ndarray], ints: int, ops: floa
     def compute(a: np.ndarray, b: np.ndarray, y: np.ndarray, *params: int) -> None:
         with np.errstate(all="ignore"):
             same = a.dtype == b.dtype == y.dtype
-            if direct is not None and same and a.dtype != np.bool_:
+            if direct is not None and same and a.dtype not in (np.bool_, F16):
                 direct(a, b, out=y)
                 return
-            if direct_float is not None and same and a.dtype.kind == "f":
+            if direct_float is not None and same and a.dtype.kind == "f" and a.dtype != F16:
                 direct_float(a, b, out=y)
                 return
             if name in KEEP_DTYPE:
@@ -231,7 +233,7 @@ def _add_act(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: float
     """Add with a fused activation (the residual Add + Relu of a ResNet block, in one pass)."""
     dtype = compute_dtype(a)
     target = y if y.dtype == dtype == a.dtype == b.dtype else np.empty(y.shape, dtype)
-    np.add(a, b, out=target, casting="unsafe")
+    np.add(as_compute(a), as_compute(b), out=target, casting="unsafe")
     activate(target, act, alpha, beta)
     if target is not y:
         store(y, target)

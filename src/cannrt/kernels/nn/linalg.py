@@ -19,6 +19,7 @@ from cannrt.kernels.nn.blas import limit_blas_threads
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
+    as_compute,
     check_broadcast,
     check_scalars,
     cube_rate,
@@ -82,15 +83,15 @@ def _gemm_body(*args: object, bias: bool) -> None:
     trans_a, trans_b, act = (int(v) for v in args[count : count + 3])  # type: ignore[call-overload]
     alpha, beta, act_alpha, act_beta = (float(v) for v in args[count + 3 :])  # type: ignore[arg-type]
     dtype = compute_dtype(a)
-    left = a.astype(dtype, copy=False)
-    right = b.astype(dtype, copy=False)
+    left = as_compute(a)
+    right = as_compute(b)
     result = np.matmul(left.T if trans_a else left, right.T if trans_b else right)
     if alpha != 1.0:
         result *= dtype.type(alpha)
     if bias:
         c = args[2]
         assert isinstance(c, np.ndarray)
-        result += c.astype(dtype, copy=False) * dtype.type(beta) if beta != 1.0 else c.astype(dtype, copy=False)
+        result += as_compute(c) * dtype.type(beta) if beta != 1.0 else as_compute(c)
     store(y, activate(result, act, act_alpha, act_beta))
 
 
@@ -125,8 +126,7 @@ def _matmul_body(a: np.ndarray, b: np.ndarray, y: np.ndarray, act: int, alpha: f
     if a.dtype.kind in "iub":  # integer products accumulate in int64 and wrap like the output
         np.copyto(y, np.matmul(a.astype(np.int64), b.astype(np.int64)), casting="unsafe")
         return
-    dtype = compute_dtype(a)
-    result = np.matmul(a.astype(dtype, copy=False), b.astype(dtype, copy=False))
+    result = np.matmul(as_compute(a), as_compute(b))
     store(y, activate(np.asarray(result), act, alpha, beta))
 
 

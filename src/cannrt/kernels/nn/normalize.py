@@ -15,7 +15,16 @@ import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, count, vector_rate
-from cannrt.kernels.nn.common import ACT_NONE, activate, as_compute, check_float, check_scalars, register, store
+from cannrt.kernels.nn.common import (
+    ACT_NONE,
+    activate,
+    as_compute,
+    check_float,
+    check_scalars,
+    in_planes,
+    register,
+    store,
+)
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 SOFTMAX, LOG_SOFTMAX, HARDMAX = range(3)
@@ -61,11 +70,27 @@ def _batchnorm(
     factor = as_compute(scale) / np.sqrt(as_compute(var) + dtype.type(eps))
     shift = as_compute(bias) - as_compute(mean) * factor
     rank = max(2, x.ndim)
-    factor, shift = _channel(factor.astype(dtype), rank), _channel(shift.astype(dtype), rank)
-    target = y if y.dtype == dtype else np.empty(y.shape, dtype)
-    np.multiply(x, factor, out=target, casting="unsafe")
+    factor, shift = factor.astype(dtype, copy=False), shift.astype(dtype, copy=False)
+    spatial = (1,) * (rank - 2)
+    if x.ndim < 3 or x.shape[0] != 1:  # planes are channels only for one image: else one pass
+        _affine(as_compute(x), _channel(factor, rank), _channel(shift, rank), y, (act, alpha, beta))
+        return
+
+    def planes(part: np.ndarray, target: np.ndarray, index: slice) -> None:
+        scale, offset = factor[index].reshape(-1, 1, *spatial), shift[index].reshape(-1, 1, *spatial)
+        _affine(part, scale, offset, target, (act, alpha, beta))
+
+    in_planes(as_compute(x), y, planes)
+
+
+def _affine(
+    x: np.ndarray, factor: np.ndarray, shift: np.ndarray, y: np.ndarray, activation: tuple[int, float, float]
+) -> None:
+    """y = act(x * factor + shift), x in the compute dtype; straight into y when y has it."""
+    target = y if y.dtype == x.dtype else np.empty(y.shape, x.dtype)
+    np.multiply(x, factor, out=target)
     target += shift
-    activate(target, act, alpha, beta)
+    activate(target, *activation)
     if target is not y:
         store(y, target)
 

@@ -2,8 +2,9 @@
 
 maxpool: x, y, then the window ints (kernel, strides, dilations, pads begin, pads end per axis);
 maxpool_indices: x, y, indices, storage order, window; avgpool: x, y, count_include_pad, window;
-global_avgpool / global_maxpool: x, y. One strided view of the padded input per kernel offset,
-reduced into the output: no loop over pixels or channels.
+global_avgpool / global_maxpool: x, y. Max and average pooling reduce one spatial axis after the
+other, one strided view of the unpadded input per kernel offset (Window.reduce), in slabs of
+planes on both host threads for large inputs: no loop over pixels, no padded copy.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, vector_rate
-from cannrt.kernels.nn.common import as_compute, check_scalars, register, store
+from cannrt.kernels.nn.common import as_compute, check_scalars, in_planes, register, store
 from cannrt.kernels.nn.window import Window, padded, valid_counts
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
@@ -55,10 +56,10 @@ def _fill_for(dtype: np.dtype) -> float:
 
 def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
     window = Window.parse("maxpool", x.ndim - 2, ints)
-    dtype = compute_dtype(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x.dtype
+    v = as_compute(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
     out = tuple(y.shape[2:])
-    xp = padded(x, window, out, _fill_for(np.dtype(dtype)), np.dtype(dtype))
-    store(y, window.reduce(xp, out, np.maximum))
+    fill = _fill_for(v.dtype)
+    in_planes(v, y, lambda part, target, _: store(target, window.reduce(part, out, np.maximum, fill)))
 
 
 def _maxpool_indices(x: np.ndarray, y: np.ndarray, indices: np.ndarray, order: int, *ints: int) -> None:
@@ -88,12 +89,16 @@ def _maxpool_indices(x: np.ndarray, y: np.ndarray, indices: np.ndarray, order: i
 
 def _avgpool(x: np.ndarray, y: np.ndarray, include_pad: int, *ints: int) -> None:
     window = Window.parse("avgpool", x.ndim - 2, ints)
-    dtype = compute_dtype(x)
+    v = as_compute(x)
     out = tuple(y.shape[2:])
-    xp = padded(x, window, out, 0.0, dtype)
-    total = window.reduce(xp, out, np.add)
-    total /= valid_counts(window, x.shape[2:], out, bool(include_pad)).astype(dtype)
-    store(y, total)
+    counts = valid_counts(window, x.shape[2:], out, bool(include_pad)).astype(v.dtype)
+
+    def average(part: np.ndarray, target: np.ndarray, _: slice) -> None:
+        total = window.reduce(part, out, np.add, 0.0)
+        total /= counts
+        store(target, total)
+
+    in_planes(v, y, average)
 
 
 def _global(x: np.ndarray, y: np.ndarray, reduce: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from cannrt.abi import TensorArg
+from cannrt.kernels.nn.half import F16, F32, widen
 from cannrt.kernels.registry import KernelArgumentError
 
 
@@ -85,30 +86,61 @@ class Window:
         shape = (*xp.shape[:2], *self.kernel, *out)
         return np.lib.stride_tricks.as_strided(xp, shape, (*lead, *taps, *steps), writeable=False)
 
-    def reduce(self, xp: np.ndarray, out: Sequence[int], combine: np.ufunc) -> np.ndarray:
-        """combine over every window, one spatial axis after the other (separable: k taps per
-        axis instead of the product of the kernel's extents)."""
-        result = xp
+    def reduce(self, x: np.ndarray, out: Sequence[int], combine: np.ufunc, fill: float) -> np.ndarray:
+        """combine over every window of the unpadded x, one spatial axis after the other
+        (separable: k taps per axis instead of the product of the kernel's extents). Each tap
+        combines into the output positions whose input it reaches, so pads (and the ceil-mode
+        edge) never take part; a position no tap reaches holds fill."""
+        result = x
         for axis, n in enumerate(out):
-            d, s, k = self.dilations[axis], self.strides[axis], self.kernel[axis]
-            lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
-            parts = [result[(*lead, slice(o * d, o * d + (n - 1) * s + 1, s))] for o in range(k)]
-            reduced = parts[0].copy() if k == 1 else combine(parts[0], parts[1])
-            for part in parts[2:]:
-                combine(reduced, part, out=reduced)
-            result = reduced
+            result = self._reduce_axis(result, axis, n, combine, fill)
         return result
+
+    def _reduce_axis(self, x: np.ndarray, axis: int, n: int, combine: np.ufunc, fill: float) -> np.ndarray:
+        d, s, k, p = self.dilations[axis], self.strides[axis], self.kernel[axis], self.pads_begin[axis]
+        extent = x.shape[2 + axis]
+        lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
+        taps = []  # (first output, end output, input view) per kernel offset reaching the input
+        for o in range(k):
+            start = o * d - p  # input index of output 0
+            lo = max(0, -(start // s))  # first output whose input index is >= 0
+            hi = min(n, (extent - 1 - start) // s + 1) if extent - 1 - start >= 0 else 0
+            if hi > lo:
+                first = lo * s + start
+                taps.append((lo, hi, x[(*lead, slice(first, first + (hi - lo - 1) * s + 1, s))]))
+        full = [t for t in taps if t[0] == 0 and t[1] == n]
+        rest = [t for t in taps if not (t[0] == 0 and t[1] == n)]
+        shape = list(x.shape)
+        shape[2 + axis] = n
+        if len(full) >= 2:
+            result = combine(full[0][2], full[1][2])
+            full = full[2:]
+        elif full:
+            result = full[0][2].copy()
+            full = []
+        else:
+            result = np.full(shape, fill, dtype=x.dtype)
+        for lo, hi, view in full + rest:
+            target = result[(*lead, slice(lo, hi))]
+            combine(target, view, out=target)
+        return np.asarray(result)
 
 
 def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype) -> np.ndarray:
     """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
     spatial = x.shape[2:]
     ends = [max(0, window.reach(a, n) - window.pads_begin[a] - spatial[a]) for a, n in enumerate(out)]
+    if x.dtype == F16 and dtype == F32:
+        x = widen(x)  # numba's conversion, then a plain fp32 copy into the padded frame
     if not any(window.pads_begin) and not any(ends):
         return x.astype(dtype, copy=False)
     shape = (*x.shape[:2], *(p + e + n for p, e, n in zip(window.pads_begin, ends, spatial, strict=True)))
-    xp = np.full(shape, fill, dtype=dtype)
+    xp = np.empty(shape, dtype=dtype)
     inner: tuple[Any, ...] = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.pads_begin, spatial, strict=True)))
+    for axis, (begin, end) in enumerate(zip(window.pads_begin, ends, strict=True)):  # fill only the frame
+        lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
+        xp[(*lead, slice(0, begin))] = fill
+        xp[(*lead, slice(xp.shape[2 + axis] - end, None))] = fill
     xp[inner] = x
     return xp
 

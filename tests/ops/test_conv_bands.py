@@ -1,0 +1,96 @@
+"""Large convolutions are cut into items (row bands, or channel halves when bands would be thin)
+that both host threads compute straight into the output: every cut gives onnxruntime's result."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from onnx_reference import on_device, reference
+
+from cannrt.kernels.nn import blas
+from cannrt.kernels.nn.conv import MIN_BAND_PIXELS, _plan
+from cannrt.runtime.core import Runtime
+
+
+def _rand(*shape: int, seed: int, dtype: type = np.float32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def test_the_plan_bands_a_large_image_into_an_even_number_of_row_bands() -> None:
+    items, shared = _plan(1, 1, 64, (56, 56), 64 * 9, 4)
+    assert not shared and len(items) % 2 == 0 and len(items) >= 2
+    assert [(i.r0, i.r1) for i in items] == sorted({(i.r0, i.r1) for i in items})
+    assert items[0].r0 == 0 and items[-1].r1 == 56 and all(a.r1 == b.r0 for a, b in itertools.pairwise(items))
+    assert all((i.m0, i.m1) == (0, 64) for i in items)
+
+
+def test_the_plan_splits_channels_when_bands_would_be_thin() -> None:
+    items, shared = _plan(1, 1, 2048, (7, 7), 512, 4)
+    assert shared and [(i.m0, i.m1) for i in items] == [(0, 1024), (1024, 2048)]
+    assert all((i.r0, i.r1) == (0, 7) for i in items) and MIN_BAND_PIXELS > 4 * 7
+
+
+def test_a_small_convolution_is_one_item() -> None:
+    items, shared = _plan(1, 1, 8, (6, 6), 36, 4)
+    assert len(items) == 1 and not shared
+
+
+CASES = {
+    "3x3 bands": ((1, 32, 40, 40), (48, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "7x7/2 bands": ((1, 3, 96, 96), (64, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    "1x1 bands on x": ((1, 128, 32, 32), (128, 128, 1, 1), {}),
+    "1x1/2 bands": ((1, 256, 32, 32), (256, 256, 1, 1), {"strides": [2, 2]}),
+    "channel halves": ((1, 256, 5, 5), (512, 256, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "1x1 channel halves": ((1, 512, 6, 6), (1024, 512, 1, 1), {}),
+    "batch and groups": ((3, 32, 24, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}),
+    "dilated, uneven pads": ((1, 48, 33, 31), (64, 48, 3, 3), {"pads": [2, 0, 1, 2], "dilations": [2, 2]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_each_cut_matches_onnxruntime_in_fp32(rt: Runtime, case: str) -> None:
+    x_shape, w_shape, attrs = CASES[case]
+    inputs = {"x": _rand(*x_shape, seed=1), "w": _rand(*w_shape, seed=2), "b": _rand(w_shape[0], seed=3)}
+    before = blas.SPLITS[0]
+    expected = reference("Conv", inputs, **attrs)
+    (got,) = on_device("Conv", inputs, expected, **attrs)
+    np.testing.assert_allclose(got, expected[0], rtol=1e-3, atol=1e-3)
+    assert blas.SPLITS[0] > before  # each case is large enough to be shared with the helper
+
+
+@pytest.mark.parametrize("case", ["3x3 bands", "1x1 bands on x", "channel halves"])
+def test_each_cut_rounds_once_into_an_fp16_output(rt: Runtime, case: str) -> None:
+    x_shape, w_shape, attrs = CASES[case]
+    inputs = {
+        "x": _rand(*x_shape, seed=4, dtype=np.float16),
+        "w": (_rand(*w_shape, seed=5) * 0.1).astype(np.float16),
+        "b": _rand(w_shape[0], seed=6, dtype=np.float16),
+    }
+    (half,) = reference("Conv", inputs, **attrs)
+    (got,) = on_device("Conv", inputs, [half], **attrs)
+    assert got.dtype == np.float16
+    widened = {name: value.astype(np.float32) for name, value in inputs.items()}
+    rounded = reference("Conv", widened, **attrs)[0].astype(np.float16).astype(np.float32)
+    step = np.abs(np.spacing(rounded.astype(np.float16))).astype(np.float32)
+    assert np.all(np.abs(got.astype(np.float32) - rounded) <= step + 1e-3 * np.abs(rounded) + 1e-4)
+
+
+def test_an_error_in_the_helper_thread_reaches_the_caller() -> None:
+    seen: list[int] = []
+
+    def body(index: int) -> None:
+        seen.append(index)
+        if index == 3:
+            raise ValueError("item 3")
+
+    with pytest.raises(ValueError, match="item 3"):
+        blas.parallel_for(8, body)
+    assert 3 in seen and len(seen) == len(set(seen))
+
+
+def test_parallel_for_runs_every_item_once() -> None:
+    seen: list[int] = []
+    blas.parallel_for(100, seen.append)
+    assert sorted(seen) == list(range(100))

@@ -1,0 +1,66 @@
+"""kernels/nn/half.py converts fp16 <-> fp32 exactly as numpy's astype does (round to nearest
+even, overflow to inf, subnormals, NaN kept NaN with its sign), on every fp16 value and on
+random and boundary fp32 bit patterns, serially and on both host threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cannrt.kernels.nn import half
+
+EVERY_HALF = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> None:
+    nan = np.isnan(b)
+    assert np.array_equal(np.isnan(a), nan)
+    assert np.array_equal(a[~nan], b[~nan]) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(half, "PARALLEL_MIN", 1 << 40 if request.param == "serial" else 1)
+    monkeypatch.setattr(half, "SLAB", 4096)
+    return str(request.param)
+
+
+def test_widen_gives_every_fp16_value_exactly(mode: str) -> None:
+    _same(half.widen(EVERY_HALF), EVERY_HALF.astype(np.float32))
+
+
+def test_narrow_rounds_like_numpy_on_random_bits_and_every_boundary(mode: str) -> None:
+    rng = np.random.default_rng(0)
+    random = rng.integers(0, 1 << 32, 1 << 18, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    exact = EVERY_HALF.astype(np.float32)
+    finite = exact[np.isfinite(exact)].astype(np.float64)
+    finite.sort()
+    midpoints = ((finite[:-1] + finite[1:]) / 2).astype(np.float32)  # ties: round to even
+    near = np.concatenate([np.nextafter(midpoints, np.float32(np.inf)), np.nextafter(midpoints, np.float32(-np.inf))])
+    edges = np.float32([65504, 65519.996, 65520, 65536, 1e30, np.inf, -np.inf, np.nan, -np.nan, 2**-24, 2**-25, 0.0])
+    for values in (random, exact, midpoints, near, edges, -edges):
+        out = np.empty(values.shape, np.float16)
+        half.narrow_into(out, values)
+        with np.errstate(all="ignore"):
+            _same(out, values.astype(np.float16))
+
+
+def test_2d_views_with_a_row_stride_convert_in_place(mode: str) -> None:
+    rng = np.random.default_rng(1)
+    frame = np.zeros((8, 300), np.float16)
+    values = rng.standard_normal((8, 100)).astype(np.float32)
+    half.narrow_into(frame[:, 100:200], values)
+    _same(frame[:, 100:200], values.astype(np.float16))
+    assert not frame[:, :100].any() and not frame[:, 200:].any()
+    wide = np.zeros((8, 300), np.float32)
+    half.widen_into(wide[:, 100:200], frame[:, 100:200])
+    _same(wide[:, 100:200], frame[:, 100:200].astype(np.float32))
+
+
+def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:
+    x = np.arange(24, dtype=np.float16).reshape(2, 3, 4).transpose(2, 0, 1)
+    _same(half.widen(x), x.astype(np.float32))
+    out = np.empty((4, 2, 3), np.float16)
+    half.narrow_into(out, np.arange(24, dtype=np.float64).reshape(4, 2, 3))
+    assert np.array_equal(out, np.arange(24).reshape(4, 2, 3))
+    assert half.widen(np.ones(3, np.float32)).dtype == np.float32
