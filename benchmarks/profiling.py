@@ -6,7 +6,8 @@ Every figure is a ratio to a baseline measured in the same run:
   collection plus writing the msprof folder);
 - bytes of trace (msprof_<ts>.json) and of the whole folder per task of the launch-bound profile;
 - peak RSS, and RSS at the end of collection, of a child process that runs 1,000,000 empty tasks
-  with profiling on (collecting, then writing) against one that runs them unprofiled.
+  with profiling on (collecting, then writing) against one that runs them unprofiled, and the rate
+  at which its writer writes tasks against the rate at which they were collected (profiled run).
 Run: python3 benchmarks/profiling.py [--tasks N] [--repeats R] [--rss-tasks M]
 """
 
@@ -209,6 +210,14 @@ def main() -> None:
         f"{off['collect_s']:.1f}",
         f"{on['collect_s']:.1f} / {on['write_s']:.1f}",
         f"{on['collect_s'] / off['collect_s']:.2f}x",
+        "",
+    )
+    collect_rate, write_rate = args.rss_tasks / on["collect_s"], args.rss_tasks / max(on["write_s"], 1e-9)
+    table.add_row(
+        f"writer vs collection rate, {tasks} (tasks/s)",
+        f"{collect_rate:,.0f}",
+        f"{write_rate:,.0f}",
+        f"{write_rate / collect_rate:.2f}x",
         "",
     )
     table.add_row(f"folder bytes per task, {tasks}", "", f"{on['bytes'] / args.rss_tasks:.0f}", "", "")

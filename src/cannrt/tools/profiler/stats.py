@@ -176,6 +176,20 @@ class ProfileStats:
         entry[3] = max(entry[3], ns)
         entry[4] += ns * ns
 
+    def add_api_many(self, name: str, count: int, ns: int) -> None:
+        """count host API slices of the same duration ns."""
+        if count <= 0:
+            return
+        entry = self.api.get(name)
+        if entry is None:
+            self.api[name] = [count, count * ns, ns, ns, count * ns * ns]
+            return
+        entry[0] += count
+        entry[1] += count * ns
+        entry[2] = min(entry[2], ns)
+        entry[3] = max(entry[3], ns)
+        entry[4] += count * ns * ns
+
     def api_rows(self) -> list[tuple[str, int, int, int, int, float]]:
         """(name, count, total, min, max ns, variance us^2), largest total first, then by name."""
         rows = []

@@ -103,10 +103,11 @@ class TaskShape:
     """What the trace needs of a task that does not change between launches of the same kernel with
     the same arguments and timing shape: its slice label and args text, its HBM traffic."""
 
-    __slots__ = ("args", "label", "moved")
+    __slots__ = ("args", "duration", "label", "moved")
 
     def __init__(self, record: TaskRecord, chip: ChipSpec, op_name: str | None) -> None:
         self.label = quoted(op_name or task_label(record))
+        self.duration = us_text(record.end_ns - record.start_ns)
         args = task_args(record, chip, op_name)
         self.args = f',"args":{ENCODE(args)}' if args else ""
         self.moved = hbm_bytes(record)
@@ -125,6 +126,7 @@ class TraceBuilder:
         self.flows = 0  # the last bind_id given
         self._counters: dict[tuple[int, str], CounterTrack] = {}
         self._span, self._points = span, counter_points
+        self._launch_parts: dict[tuple[str, int, int], tuple[str, str]] = {}
 
     def host_tid(self, thread_id: int) -> int:
         return self.host_tids.setdefault(thread_id, len(self.host_tids) + 1)
@@ -146,14 +148,27 @@ class TraceBuilder:
         self.flows += 1
         return f'{head}{tail},"bind_id":{self.flows},"flow_out":true}}'
 
+    def launch(self, name: str, thread_id: int, start_ns: int, duration_ns: int, linked: bool) -> str:
+        """A derived launch slice (as `host`), its fixed parts made once per call name and thread."""
+        key = (name, thread_id, duration_ns)
+        parts = self._launch_parts.get(key)
+        if parts is None:
+            tid = self.host_tid(thread_id)
+            head = f'{{"ph":"X","name":{quoted(name)},"pid":{HOST_PID},"tid":{tid},"ts":'
+            parts = (head, f',"dur":{us_text(duration_ns)}')
+            self._launch_parts[key] = parts
+        if not linked:
+            return f"{parts[0]}{us_text(start_ns)}{parts[1]}}}"
+        self.flows += 1
+        return f'{parts[0]}{us_text(start_ns)}{parts[1]},"bind_id":{self.flows},"flow_out":true}}'
+
     def task(self, record: TaskRecord, shape: TaskShape, flow: int = 0) -> str:
         """A task's slice on its stream track (the end of flow `flow` if not 0) and its blocks on the
         engines that ran them, as lines of JSON text."""
         pid, tid = DEVICE_PID + record.device_id, STREAM_TID + record.stream_id
         self.tracks.add((pid, tid))
         start, end = record.start_ns, record.end_ns
-        text = f'{{"ph":"X","name":{shape.label},"pid":{pid},"tid":{tid},"ts":{us_text(start)}'
-        text += f',"dur":{us_text(end - start)}'
+        text = f'{{"ph":"X","name":{shape.label},"pid":{pid},"tid":{tid},"ts":{us_text(start)},"dur":{shape.duration}'
         if flow:
             text += f',"bind_id":{flow},"flow_in":true'
         text += shape.args + "}"

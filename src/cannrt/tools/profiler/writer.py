@@ -211,16 +211,26 @@ class _Export:
         submits = submit_table(data.costs) if data.host_api else {}
         task_time, thread, model = data.task_time, data.thread_id, summary.MODEL_ID
         last_end: dict[tuple[int, int], int] = {}
+        derived: dict[tuple[str, int], int] = {}  # (call, cost) -> derived launch slices not yet in stats
         for record in records:
             linked = task_time and not record.discarded
             found = submits.get(record.sqe_type)
+            text = ""
             if found is not None:
                 held = memsets.pop(record.arrival_ns, None) if record.sqe_type == SqeType.SDMA else None
                 if held is not None:
                     host = HostSlice("aclrtMemsetAsync", held.start_ns, held.end_ns, held.thread_id, record)
+                    self.host_slice(host, linked)
                 else:
-                    host = HostSlice(found[0], record.arrival_ns - found[1], record.arrival_ns, thread, record)
-                self.host_slice(host, linked)
+                    name, cost = found
+                    text = trace.launch(name, thread, record.arrival_ns - cost, cost, linked)
+                    derived[found] = derived.get(found, 0) + 1
+                    if sample.tasks < SAMPLE_TASKS:
+                        sample.api(name, trace.host_tid(thread), record.arrival_ns - cost, record.arrival_ns)
+            if not linked:
+                if text:
+                    self.json.text(text)
+                continue
             if not linked:
                 continue
             device, stream, task_id = record.device_id, record.stream_id, record.task_id
@@ -230,7 +240,8 @@ class _Export:
             last_end[(device, stream)] = end if previous is None or end > previous else previous
             op_name = names.get((device, stream, task_id, record.arrival_ns)) if names else None
             shape = shapes.get(record, op_name, types.get(op_name) if op_name else None)
-            self.json.text(trace.task(record, shape.trace, trace.flows if found is not None else 0))
+            task = trace.task(record, shape.trace, trace.flows if found is not None else 0)
+            self.json.text(f"{text},\n{task}" if text else task)
             begin, duration = us(start), shape.duration_csv
             time_file.write(
                 f"{device},{shape.name},{shape.kernel_type},{stream},{task_id},{duration},{begin},{us(end)}\r\n"
@@ -248,6 +259,8 @@ class _Export:
             if sample.tasks < SAMPLE_TASKS:
                 sample.task(record, op_name or task_label(record))
         shapes.flush()
+        for (name, cost), count in derived.items():
+            stats.add_api_many(name, count, cost)
         for held in memsets.values():  # synchronous memsets
             self.host_slice(held)
 
