@@ -231,8 +231,6 @@ class _Export:
                 if text:
                     self.json.text(text)
                 continue
-            if not linked:
-                continue
             device, stream, task_id = record.device_id, record.stream_id, record.task_id
             start, end = record.start_ns, record.end_ns
             previous = last_end.get((device, stream))
