@@ -39,9 +39,6 @@ TASK_ORDER = attrgetter("start_ns", "device_id", "stream_id", "task_id")
 CALL_ORDER = attrgetter("start_ns", "end_ns", "name")
 
 
-SummaryTable = TextTable  # Profile.table()'s type: a rich Table that print() renders as text
-
-
 class Profile:
     """What one profiled region collected, and the msprof views of it."""
 
@@ -61,6 +58,8 @@ class Profile:
         self.thread_id = thread_id  # host thread the derived launch slices are put on
         self.host_api, self.task_time = host_api, task_time  # msprof --ascendcl, --task-time
         self.memory: dict[int, list[MemoryEvent]] = {}  # device -> its memory timeline while profiled
+        self._memory_start = 0  # host ns at the start
+        self._memory_marks: dict[int, tuple[int, int, MemoryEvent | None]] = {}  # totals, last event then
         self.names = OpNames()  # op names of named launches, op types of the model nodes executed
         self.path: Path | None = None  # the PROF_ folder, once written
         self._scratch = ScratchDir()
@@ -164,15 +163,28 @@ class Profile:
                 stats.add_task(record, self.op_name(record))
         return kernel_rows_table(stats.kernel_rows(), top, f"Top kernels by device time ({self.chip.name})")
 
-    def note_memory(self, runtime: Runtime, devices: Sequence[int], since_ns: int) -> None:
-        """Keep each device's memory timeline from since_ns on, starting with its totals then."""
-        for device in devices:
-            timeline = memory_timeline(runtime, device)
+    def mark_memory(self, runtime: Runtime, started_ns: int) -> None:
+        """At the profile's start: each device's memory totals and its last memory event then."""
+        self._memory_start = started_ns
+        for device, timeline in device_timelines(runtime).items():
             events = timeline.events()
-            before = [e for e in events if e.time_ns < since_ns]
-            reserved, allocated = (before[-1].reserved, before[-1].allocated) if before else (0, 0)
-            start = MemoryEvent(since_ns, "profile_start", 0, 0, "", -1, reserved, allocated)
-            self.memory[device] = [start, *(e for e in events if e.time_ns >= since_ns)]
+            self._memory_marks[device] = (timeline.reserved, timeline.allocated, events[-1] if events else None)
+
+    def note_memory(self, runtime: Runtime, devices: Sequence[int]) -> None:
+        """At its end: each device's memory timeline since the start, from its totals then."""
+        for device in devices:
+            events = memory_timeline(runtime, device).events()
+            reserved, allocated, last = self._memory_marks.get(device, (0, 0, None))
+            since = _events_after(events, last, self._memory_start)
+            start = MemoryEvent(self._memory_start, "profile_start", 0, 0, "", -1, reserved, allocated)
+            self.memory[device] = [start, *since]
+
+
+def _events_after(events: list[MemoryEvent], last: MemoryEvent | None, start_ns: int) -> list[MemoryEvent]:
+    """The events after `last`; if it is not among them (none then, or the ring dropped it), those
+    from start_ns on."""
+    seen = next((i for i in range(len(events) - 1, -1, -1) if events[i] is last), None) if last else None
+    return events[seen + 1 :] if seen is not None else [e for e in events if e.time_ns >= start_ns]
 
 
 def _open_devices(runtime: Runtime, devices: Sequence[int] | None) -> list[int]:
@@ -223,7 +235,7 @@ def profile(
     runtime = get_runtime()
     result = _new_profile(runtime, _group(aic_metrics, aicore_metrics), chunk, ascendcl, task_time)
     traced = _open_devices(runtime, devices)
-    started_ns = runtime.host_time_ns
+    result.mark_memory(runtime, runtime.host_time_ns)
     runtime.api_records = result.host_spool
     if task_time:
         for device in traced:
@@ -236,7 +248,7 @@ def profile(
             for device in traced:
                 if device in runtime.devices:  # the last records arrive in the sink as the device catches up
                     runtime.driver.trace_stop(device, runtime.host_time_ns)
-        result.note_memory(runtime, traced, started_ns)
+        result.note_memory(runtime, traced)
     if output is not None:
         result.write(output)
 
@@ -248,7 +260,7 @@ def start_program_profile(
     traced; at interpreter exit the tracing stops and the msprof folder is written under output."""
     runtime = get_runtime()
     result = _new_profile(runtime, profiler.check_group(aic_metrics), CHUNK, ascendcl, task_time)
-    started_ns = runtime.host_time_ns
+    result.mark_memory(runtime, runtime.host_time_ns)
     runtime.api_records = result.host_spool
     if task_time:
         runtime.driver.trace_sinks = result.task_sink
@@ -261,7 +273,7 @@ def start_program_profile(
         if task_time:
             for device in list(runtime.devices):
                 runtime.driver.trace_stop(device, runtime.host_time_ns)
-        result.note_memory(runtime, sorted(set(runtime.devices) | set(device_timelines(runtime))), started_ns)
+        result.note_memory(runtime, sorted(set(runtime.devices) | set(device_timelines(runtime))))
         result.write(output)
 
     atexit.register(finish)

@@ -18,6 +18,7 @@ from cannrt.runtime.core import Runtime
 from cannrt.tools import profiler
 from cannrt.tools.profiler import validate_trace
 from cannrt.tools.profiler.stats import ProfileStats
+from cannrt.tools.profiler.trace import us_text
 from cannrt.tools.profiler.writer import OUTPUT_DIR
 
 
@@ -93,3 +94,26 @@ def test_each_launch_is_bound_to_its_task_and_no_event_has_a_category(rt: Runtim
     assert len(sources) == len(tasks) == len(prof.records)
     assert {e["name"] for e in sources} == {"aclrtLaunchKernel", "aclrtMemcpyAsync"}
     assert {tasks[e["bind_id"]]["name"] for e in sources if e["name"] == "aclrtMemcpyAsync"} == {"MEMCPY_ASYNC D2H"}
+
+
+@pytest.mark.parametrize(
+    ("ns", "text"), [(0, "0"), (13000, "13"), (13500, "13.5"), (1, "0.001"), (123456789, "123456.789"), (-1500, "-1.5")]
+)
+def test_trace_times_are_microseconds_with_the_digits_needed(ns: int, text: str) -> None:
+    assert us_text(ns) == text
+    assert float(text) * 1000 == pytest.approx(ns)
+
+
+def test_memory_record_follows_the_memory_timeline_from_the_profile_start(rt: Runtime, tmp_path: Path) -> None:
+    device = cannrt.Device(0)
+    kept = device.empty(1 << 20, np.uint8)  # held before the profile starts
+    with profile(tmp_path) as prof:
+        scratch = device.empty(16 << 20, np.uint8)
+        scratch.free()
+    assert prof.path is not None
+    head, *rows = csv_rows(prof.path, "memory_record")
+    allocated = [int(r[head.index("Total Allocated(KB)")]) for r in rows]
+    reserved = [int(r[head.index("Total Reserved(KB)")]) for r in rows]
+    assert allocated[0] >= 1024 and max(allocated) >= allocated[0] + 16 * 1024 and allocated[-1] == allocated[0]
+    assert all(r >= a for r, a in zip(reserved, allocated, strict=True))
+    kept.free()

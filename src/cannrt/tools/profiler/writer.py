@@ -1,8 +1,10 @@
 """The msprof folder: `PROF_<id>_<ts>/mindstudio_profiler_output/` with the JSON timeline and CSVs.
 
 The writer streams: one pass over the host calls, then one over the tasks in start order, each
-record turned into its CSV rows and trace events and written at once; only per-op, per-stream and
-per-API aggregates (and a bounded timeline sample for the HTML report) stay in memory.
+record turned into its CSV rows and trace events (as text) and written at once; only per-op,
+per-stream and per-API aggregates, the task shapes (shapes.py) and a bounded timeline sample for
+the HTML report stay in memory. Then the memory timeline of each device (memory_record rows and
+the HBM counter track).
 """
 
 from __future__ import annotations
