@@ -1,12 +1,14 @@
 """Profiler benchmark: what profiling costs, in wall time, trace bytes and memory.
 
 Every figure is a ratio to a baseline measured in the same run:
-- a launch-bound workload (N `nop` launches on one stream, then a synchronize) and `cannrt demo`,
-  each with profiling off and on, runs interleaved, the median of each (collection alone, and
-  collection plus writing the msprof folder);
+- a launch-bound workload (N `nop` launches on one stream, then a synchronize; its device opened
+  before the clock starts and before the profile, which traces the devices open when it starts)
+  and `cannrt demo`, each with profiling off and on, runs interleaved, the median of each
+  (collection alone, and collection plus writing the msprof folder);
 - bytes of trace (msprof_<ts>.json) and of the whole folder per task of the launch-bound profile;
 - peak RSS, and RSS at the end of collection, of a child process that runs 1,000,000 empty tasks
-  with profiling on (collecting, then writing) against one that runs them unprofiled.
+  with profiling on (collecting, then writing) against one that runs them unprofiled, and the rate
+  at which its writer writes tasks against the rate at which they were collected (profiled run).
 Run: python3 benchmarks/profiling.py [--tasks N] [--repeats R] [--rss-tasks M]
 """
 
@@ -37,8 +39,7 @@ GOAL_RSS_MIB = 200
 BATCH = 10000  # launches between synchronizes in the RSS children
 
 
-def launch_bound(tasks: int) -> None:
-    stream = cannrt.Device(0).stream()
+def launch_bound(stream: cannrt.Stream, tasks: int) -> None:
     for _ in range(tasks):
         stream.launch("nop")
     stream.synchronize()
@@ -50,31 +51,49 @@ def timed(run: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def profiled(tasks: int, output: str | None) -> Callable[[], object]:
-    def run() -> None:
-        with profile(output):
-            launch_bound(tasks)
+def unprofiled(tasks: int) -> Callable[[], Callable[[], object]]:
+    """The launch-bound run without profiling (its device opened before the clock starts)."""
 
-    return run
+    def setup() -> Callable[[], object]:
+        stream = cannrt.Device(0).stream()
+        return lambda: launch_bound(stream, tasks)
+
+    return setup
 
 
-def demo(output: str | None) -> Callable[[], object]:
+def profiled(tasks: int, output: str | None) -> Callable[[], Callable[[], object]]:
+    """The launch-bound run profiled (the device is open when the profile starts, so it is traced)."""
+
+    def setup() -> Callable[[], object]:
+        stream = cannrt.Device(0).stream()
+
+        def run() -> None:
+            with profile(output) as prof:
+                launch_bound(stream, tasks)
+            assert prof.task_count == tasks, "the profile did not trace the device"
+
+        return run
+
+    return setup
+
+
+def demo(output: str | None) -> Callable[[], Callable[[], object]]:
     from cannrt.cli.demo import run_demo
 
     def run() -> None:
         with contextlib.redirect_stdout(io.StringIO()):
             assert run_demo(profile_dir=output) == 0
 
-    return run
+    return lambda: run
 
 
-def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median wall seconds of each run, the runs taking turns."""
+def interleaved(runs: dict[str, Callable[[], Callable[[], object]]], repeats: int) -> dict[str, float]:
+    """Median wall seconds of each run (made by its setup on a fresh runtime), the runs taking turns."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        for name, run in runs.items():
+        for name, setup in runs.items():
             cannrt.reset_runtime()
-            times[name].append(timed(run))
+            times[name].append(timed(setup()))
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -123,9 +142,9 @@ def folder_bytes(tasks: int) -> tuple[float, float]:
     """(trace bytes, folder bytes) per task of a launch-bound profile."""
     with tempfile.TemporaryDirectory() as root:
         cannrt.reset_runtime()
-        cannrt.Device(0)
+        stream = cannrt.Device(0).stream()
         with profile(root) as prof:
-            launch_bound(tasks)
+            launch_bound(stream, tasks)
         assert prof.path is not None
         files = [f for f in prof.path.rglob("*") if f.is_file()]
         trace = sum(f.stat().st_size for f in files if f.name.startswith("msprof_"))
@@ -149,7 +168,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         launch = interleaved(
             {
-                "off": lambda: launch_bound(args.tasks),
+                "off": unprofiled(args.tasks),
                 "on": profiled(args.tasks, None),
                 "on+write": profiled(args.tasks, root),
             },
@@ -209,6 +228,14 @@ def main() -> None:
         f"{off['collect_s']:.1f}",
         f"{on['collect_s']:.1f} / {on['write_s']:.1f}",
         f"{on['collect_s'] / off['collect_s']:.2f}x",
+        "",
+    )
+    collect_rate, write_rate = args.rss_tasks / on["collect_s"], args.rss_tasks / max(on["write_s"], 1e-9)
+    table.add_row(
+        f"writer vs collection rate, {tasks} (tasks/s)",
+        f"{collect_rate:,.0f}",
+        f"{write_rate:,.0f}",
+        f"{write_rate / collect_rate:.2f}x",
         "",
     )
     table.add_row(f"folder bytes per task, {tasks}", "", f"{on['bytes'] / args.rss_tasks:.0f}", "", "")

@@ -12,7 +12,6 @@ of `cannrt prof`): every device it opens, until it exits.
 from __future__ import annotations
 
 import atexit
-import io
 import json
 import shutil
 import threading
@@ -23,34 +22,21 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from cannrt.abi import TaskRecord
 from cannrt.config import ChipSpec, HostCosts
 from cannrt.errors import CannError, ErrorCode
-from cannrt.memory.timeline import memory_timeline
-from cannrt.runtime import model_names
+from cannrt.memory.timeline import MemoryEvent, device_timelines, memory_timeline
 from cannrt.runtime.core import Runtime, get_runtime
-from cannrt.runtime.tracing import ApiRecord
+from cannrt.runtime.tracing import ApiRecord, OpNames
 from cannrt.tools import profiler
 from cannrt.tools.profiler.records import HostSlice
+from cannrt.tools.profiler.report import TextTable, kernel_rows_table
 from cannrt.tools.profiler.spool import CHUNK, HostSpool, RecordSpool, ScratchDir, merged
 from cannrt.tools.profiler.stats import ProfileStats
-from cannrt.tools.profiler.trace import DEVICE_PID
 from cannrt.tools.profiler.writer import OUTPUT_DIR, Collected, op_key, write_collected
 
 TASK_ORDER = attrgetter("start_ns", "device_id", "stream_id", "task_id")
 CALL_ORDER = attrgetter("start_ns", "end_ns", "name")
-
-
-class SummaryTable(Table):
-    """A rich Table that also prints as text with print() (str renders it)."""
-
-    def __str__(self) -> str:
-        buffer = io.StringIO()
-        Console(file=buffer, width=160, force_terminal=False, color_system=None).print(self)
-        return buffer.getvalue()
 
 
 class Profile:
@@ -71,14 +57,16 @@ class Profile:
         self.aic_metrics = profiler.check_group(aic_metrics)
         self.thread_id = thread_id  # host thread the derived launch slices are put on
         self.host_api, self.task_time = host_api, task_time  # msprof --ascendcl, --task-time
-        self.memory: list[dict[str, Any]] = []  # counter events of the memory timeline (HBM reserved/allocated)
-        self.op_types: dict[str, str] = {}  # model node name -> ONNX op type, of the nodes executed
+        self.memory: dict[int, list[MemoryEvent]] = {}  # device -> its memory timeline while profiled
+        self._memory_start = 0  # host ns at the start
+        self._memory_marks: dict[int, tuple[int, int, MemoryEvent | None]] = {}  # totals, last event then
+        self.names = OpNames()  # op names of named launches, op types of the model nodes executed
         self.path: Path | None = None  # the PROF_ folder, once written
         self._scratch = ScratchDir()
         weakref.finalize(self, self._scratch.cleanup)
         self._chunk = chunk
         self._tasks: dict[int, RecordSpool] = {}  # device -> its task records
-        self.host_spool = HostSpool(self._scratch.sub("host"), ApiRecord._make, CALL_ORDER, chunk)
+        self.host_spool = HostSpool(self._scratch.sub("host"), ApiRecord._make, CALL_ORDER, chunk, self.names)
 
     @property
     def aicore_metrics(self) -> str:
@@ -114,7 +102,12 @@ class Profile:
     @property
     def op_names(self) -> dict[tuple[int, int, int, int], str]:
         """Op names of named launches, keyed (device, stream, task id, doorbell ns)."""
-        return self.host_spool.op_names
+        return self.names.names
+
+    @property
+    def op_types(self) -> dict[str, str]:
+        """Model node name -> ONNX op type, of the nodes executed."""
+        return self.names.op_types
 
     def op_name(self, record: TaskRecord) -> str:
         """The op name of a task (its launch's name=, else the kernel name)."""
@@ -161,31 +154,37 @@ class Profile:
         self.path = write_collected(output, self.collected(), self.aic_metrics, stamp)
         return self.path
 
-    def table(self, top: int = 10) -> SummaryTable:
-        """Top kernels by total device time: share, pipe utilisation, L2 hit rate and what bounds them."""
+    def table(self, top: int = 10) -> TextTable:
+        """Top kernels by total device time: share, pipe utilisation, L2 hit rate and what bounds them
+        (the table of `cannrt prof report`)."""
         stats = ProfileStats(self.chip)
         for record in self.iter_records():
             if not record.discarded:
                 stats.add_task(record, self.op_name(record))
-        table = SummaryTable(title=f"Top kernels by device time ({self.chip.name})")
-        for column in ("Op Name", "Task Type", "Count", "Total(us)", "Avg(us)", "Time %"):
-            table.add_column(column, justify="left" if column in ("Op Name", "Task Type") else "right")
-        for column in ("mac", "vec", "mte2", "mte3", "L2 hit", "bound"):
-            table.add_column(column, justify="right")
-        for row in stats.kernel_rows()[:top]:
-            ratios = row["ratios"]
-            table.add_row(
-                row["name"],
-                row["type"],
-                str(row["count"]),
-                f"{row['total_us']:.3f}",
-                f"{row['avg_us']:.3f}",
-                f"{100 * row['share']:.1f}",
-                *(f"{ratios[p]:.2f}" for p in ("mac", "vec", "mte2", "mte3")),
-                f"{row['l2_hit']:.2f}",
-                row["bound"],
-            )
-        return table
+        return kernel_rows_table(stats.kernel_rows(), top, f"Top kernels by device time ({self.chip.name})")
+
+    def mark_memory(self, runtime: Runtime, started_ns: int) -> None:
+        """At the profile's start: each device's memory totals and its last memory event then."""
+        self._memory_start = started_ns
+        for device, timeline in device_timelines(runtime).items():
+            events = timeline.events()
+            self._memory_marks[device] = (timeline.reserved, timeline.allocated, events[-1] if events else None)
+
+    def note_memory(self, runtime: Runtime, devices: Sequence[int]) -> None:
+        """At its end: each device's memory timeline since the start, from its totals then."""
+        for device in devices:
+            events = memory_timeline(runtime, device).events()
+            reserved, allocated, last = self._memory_marks.get(device, (0, 0, None))
+            since = _events_after(events, last, self._memory_start)
+            start = MemoryEvent(self._memory_start, "profile_start", 0, 0, "", -1, reserved, allocated)
+            self.memory[device] = [start, *since]
+
+
+def _events_after(events: list[MemoryEvent], last: MemoryEvent | None, start_ns: int) -> list[MemoryEvent]:
+    """The events after `last`; if it is not among them (none then, or the ring dropped it), those
+    from start_ns on."""
+    seen = next((i for i in range(len(events) - 1, -1, -1) if events[i] is last), None) if last else None
+    return events[seen + 1 :] if seen is not None else [e for e in events if e.time_ns >= start_ns]
 
 
 def _open_devices(runtime: Runtime, devices: Sequence[int] | None) -> list[int]:
@@ -236,7 +235,7 @@ def profile(
     runtime = get_runtime()
     result = _new_profile(runtime, _group(aic_metrics, aicore_metrics), chunk, ascendcl, task_time)
     traced = _open_devices(runtime, devices)
-    started_ns = runtime.host_time_ns
+    result.mark_memory(runtime, runtime.host_time_ns)
     runtime.api_records = result.host_spool
     if task_time:
         for device in traced:
@@ -249,9 +248,7 @@ def profile(
             for device in traced:
                 if device in runtime.devices:  # the last records arrive in the sink as the device catches up
                     runtime.driver.trace_stop(device, runtime.host_time_ns)
-        result.op_types.update(model_names.op_types(runtime))
-        for device in traced:
-            result.memory += memory_timeline(runtime, device).counter_track(DEVICE_PID + device, since_ns=started_ns)
+        result.note_memory(runtime, traced)
     if output is not None:
         result.write(output)
 
@@ -263,6 +260,7 @@ def start_program_profile(
     traced; at interpreter exit the tracing stops and the msprof folder is written under output."""
     runtime = get_runtime()
     result = _new_profile(runtime, profiler.check_group(aic_metrics), CHUNK, ascendcl, task_time)
+    result.mark_memory(runtime, runtime.host_time_ns)
     runtime.api_records = result.host_spool
     if task_time:
         runtime.driver.trace_sinks = result.task_sink
@@ -275,7 +273,7 @@ def start_program_profile(
         if task_time:
             for device in list(runtime.devices):
                 runtime.driver.trace_stop(device, runtime.host_time_ns)
-        result.op_types.update(model_names.op_types(runtime))
+        result.note_memory(runtime, sorted(set(runtime.devices) | set(device_timelines(runtime))))
         result.write(output)
 
     atexit.register(finish)

@@ -76,6 +76,12 @@ def run_program(script: str, args: Sequence[str]) -> None:
     """Run script as __main__ with sys.argv = [script, *args] and `acl` aliased (the child's job)."""
     install_acl_alias()
     install_acl_shim()
+    run_script(script, args)
+
+
+def run_script(script: str, args: Sequence[str]) -> None:
+    """Run a Python script as __main__, as `python script args` would: sys.argv and sys.path[0] set,
+    an uncaught exception printed without our frames and turned into exit code 1."""
     path = os.path.abspath(script)
     sys.argv = [script, *args]
     sys.path[0] = os.path.dirname(path)

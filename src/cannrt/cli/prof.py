@@ -20,7 +20,6 @@ import runpy
 import shlex
 import subprocess
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -155,23 +154,6 @@ def report_main(args: Sequence[str]) -> int:
     return code if isinstance(code, int) else 0
 
 
-def _run_script(script: str, args: Sequence[str]) -> None:
-    """Run a Python script as __main__, as `python script args` would (traceback without our frames)."""
-    path = os.path.abspath(script)
-    sys.argv = [script, *args]
-    sys.path[0] = os.path.dirname(path)
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except (SystemExit, KeyboardInterrupt):
-        raise
-    except BaseException as exc:
-        tb = exc.__traceback__
-        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != path:
-            tb = tb.tb_next
-        traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
-        raise SystemExit(1) from None
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """The child: start the whole-process profile, then run the program (MODE TARGET ARGS)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
@@ -196,7 +178,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.argv = [target, *rest]
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
-        _run_script(target, rest)
+        from cannrt.cli.exec import run_script
+
+        run_script(target, rest)
 
 
 if __name__ == "__main__":

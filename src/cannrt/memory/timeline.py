@@ -117,3 +117,9 @@ def memory_timeline(owner: object, device: int) -> MemoryTimeline:
         if timeline is None:
             timeline = per_device[device] = MemoryTimeline()
         return timeline
+
+
+def device_timelines(owner: object) -> dict[int, MemoryTimeline]:
+    """Every device timeline made under owner (the runtime), by device id."""
+    with _REGISTRY_LOCK:
+        return dict(_TIMELINES.get(owner, {}))

@@ -75,3 +75,14 @@ def other_record(sqe_type: int, *, stream: int = 1, task: int = 0, start: int = 
 def tensor(address: int, shape: tuple[int, ...], dtype: int = FP16) -> TensorArg:
     """A tensor argument."""
     return TensorArg(address, dtype, shape)
+
+
+def task_slices(trace: dict) -> list[dict]:
+    """The task slices of a Chrome trace: X events on a device's stream tracks."""
+    from cannrt.tools.profiler.trace import AI_CORE_TID, DEVICE_PID
+
+    return [
+        e
+        for e in trace["traceEvents"]
+        if e["ph"] == "X" and e["pid"] >= DEVICE_PID and e.get("tid", e["pid"]) < AI_CORE_TID
+    ]

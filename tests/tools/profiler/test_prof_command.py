@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from profiler_records import task_slices
 
 from cannrt.cli.prof import UsageError, child_command
 from cannrt.tools.profiler import validate_trace
@@ -63,7 +64,7 @@ def test_a_python_program_shows_the_op_names_of_its_launches(tmp_path: Path) -> 
     assert [(r["Op Name"], r["OP Type"]) for r in ops[:2]] == [("layer0/MatMul", "matmul"), ("layer0/Gelu", "gelu")]
     assert len(ops) == 6 and "aic_main_mem_read_bw(GB/s)" in ops[0]
     (trace_file,) = folder.glob("msprof_*.json")
-    names = {e["name"] for e in json.loads(trace_file.read_text())["traceEvents"] if e.get("cat") == "task"}
+    names = {e["name"] for e in task_slices(json.loads(trace_file.read_text()))}
     assert {"layer2/MatMul", "layer2/Gelu"} <= names
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from profiler_records import task_slices
 
 import cannrt
 from cannrt.api.profile import profile
@@ -61,7 +62,7 @@ def test_a_named_launch_is_its_op_name_and_the_kernel_its_op_type(rt: Runtime) -
         stream.synchronize()
     rows = [(r["Op Name"], r["OP Type"]) for r in prof.op_summary()]
     assert rows == [("block0/Relu", "relu"), ("relu", "relu"), ("block1/Relu", "relu"), ("relu", "relu")]
-    tasks = [e for e in prof.trace()["traceEvents"] if e.get("cat") == "task"]
+    tasks = task_slices(prof.trace())
     assert [e["name"] for e in tasks][:2] == ["block0/Relu", "relu"]
     assert tasks[0]["args"]["OP Type"] == "relu"
 
@@ -86,5 +87,7 @@ def test_the_trace_has_an_hbm_in_use_track_that_rises_and_falls(rt: Runtime) -> 
         memory_ops.free(context, address)
     trace = prof.trace()
     assert validate_trace(trace) == []
-    used = [e["args"]["used"] for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "HBM in use (MiB)"]
-    assert max(used) >= 16 and used[-1] < max(used)
+    track = [e["args"] for e in trace["traceEvents"] if e["ph"] == "C" and e["name"] == "HBM memory (bytes)"]
+    used = [point["allocated"] for point in track]
+    assert max(used) >= 16 << 20 and used[-1] < max(used)
+    assert all(point["reserved"] >= point["allocated"] for point in track)

@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
-from profiler_records import kernel_record
+from profiler_records import kernel_record, task_slices
 
 import cannrt
 from cannrt.abi import TaskRecord
@@ -94,7 +94,7 @@ def test_a_trace_with_spilled_chunks_keeps_the_perfetto_rules(rt: Runtime, tmp_p
         workload()
     trace = prof.trace()
     assert validate_trace(trace) == []
-    names = {e["name"] for e in trace["traceEvents"] if e.get("cat") == "task"}
+    names = {e["name"] for e in task_slices(trace)}
     assert {"mm0", "mm1", "mm2", "relu"} <= names
 
 

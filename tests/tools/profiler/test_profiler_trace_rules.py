@@ -11,7 +11,7 @@ from cannrt.tools.profiler import validate_trace
 
 
 def sound_trace() -> dict[str, Any]:
-    """A small trace that keeps every rule: metadata, nested slices, B/E, a counter, one flow."""
+    """A small trace that keeps every rule: metadata, nested slices, B/E, a counter, a flow of each kind."""
     return {
         "displayTimeUnit": "ms",
         "traceEvents": [
@@ -27,6 +27,9 @@ def sound_trace() -> dict[str, Any]:
             {"ph": "s", "name": "launch", "cat": "flow", "id": 1, "pid": 1, "tid": 1, "ts": 1.0, "bp": "e"},
             {"ph": "f", "name": "launch", "cat": "flow", "id": 1, "pid": 2, "tid": 1, "ts": 5.5, "bp": "e"},
             {"ph": "i", "name": "mark", "pid": 1, "tid": 1, "ts": 3.0, "s": "t"},
+            {"ph": "X", "name": "launch", "pid": 1, "tid": 3, "ts": 20, "dur": 3, "bind_id": 7, "flow_out": True},
+            {"ph": "X", "name": "kernel", "pid": 2, "tid": 2, "ts": 23.5, "dur": 1, "bind_id": 7, "flow_in": True},
+            {"ph": "X", "name": "on pid thread", "pid": 3, "ts": 1, "dur": 2},
         ],
     }
 
@@ -54,6 +57,18 @@ def _broken(change: str) -> dict[str, Any]:
         events.append({"ph": "M", "name": "process_sort_index", "pid": 1, "tid": 0, "args": {"sort_index": 1}})
     elif change == "overlapping slices on one thread":
         events[3]["dur"] = 9.0  # inner now runs past outer's end without nesting
+    elif change == "bound flow without its end":
+        del events[13]
+    elif change == "bound flow with two sources":
+        events[13]["flow_out"], events[13]["flow_in"] = True, False
+    elif change == "bound flow ending before it starts":
+        events[13]["ts"] = 10.0
+    elif change == "bound flow direction not a boolean":
+        events[12]["flow_out"] = 1
+    elif change == "bind_id without direction":
+        del events[13]["flow_in"]
+    elif change == "slice without tid overlaps its pid thread":
+        events.append({"ph": "X", "name": "clash", "pid": 3, "tid": 3, "ts": 2, "dur": 2})
     elif change == "no traceEvents":
         trace.pop("traceEvents")
     return trace
@@ -70,6 +85,12 @@ def _broken(change: str) -> dict[str, Any]:
         ("flow finish without start", "one s and one f"),
         ("metadata other than names", "only name processes and threads"),
         ("overlapping slices on one thread", "overlaps"),
+        ("bound flow without its end", "needs one flow_out and a flow_in"),
+        ("bound flow with two sources", "needs one flow_out and a flow_in"),
+        ("bound flow ending before it starts", "ends before it starts"),
+        ("bound flow direction not a boolean", "true or false"),
+        ("bind_id without direction", "without flow_out or flow_in"),
+        ("slice without tid overlaps its pid thread", "overlaps"),
         ("no traceEvents", "traceEvents"),
     ],
 )

@@ -61,6 +61,17 @@ class ApiLike(Protocol):
     def thread_id(self) -> int: ...
 
 
+class MemoryLike(Protocol):
+    """A memory timeline event (cannrt.memory.timeline.MemoryEvent has these fields)."""
+
+    @property
+    def time_ns(self) -> int: ...
+    @property
+    def reserved(self) -> int: ...
+    @property
+    def allocated(self) -> int: ...
+
+
 def is_kernel(record: TaskRecord) -> bool:
     """A compute task (AI core, vector core or AI CPU kernel): one op_summary row."""
     return record.sqe_type in (SqeType.KERNEL, SqeType.AICPU)
@@ -126,9 +137,9 @@ def formats_field(args: Sequence[TensorArg]) -> str:
     return ";".join("ND" for _ in args)
 
 
-def submitting_api(record: TaskRecord, costs: HostCosts) -> tuple[str, int] | None:
-    """The ACL call that submitted a task and its modelled host cost; None for unknown types."""
-    table: dict[int, tuple[str, int]] = {
+def submit_table(costs: HostCosts) -> dict[int, tuple[str, int]]:
+    """SQE type -> the ACL call that submits such a task and its modelled host cost."""
+    return {
         SqeType.KERNEL: ("aclrtLaunchKernel", costs.launch_ns),
         SqeType.AICPU: ("aclrtLaunchKernel", costs.launch_ns),
         SqeType.SDMA: ("aclrtMemcpyAsync", costs.memcpy_async_ns),
@@ -137,7 +148,11 @@ def submitting_api(record: TaskRecord, costs: HostCosts) -> tuple[str, int] | No
         SqeType.WRITE_VALUE: ("aclrtResetEvent", costs.event_ns),
         SqeType.PLACE_HOLDER: ("aclrtLaunchCallback", costs.call_ns),
     }
-    return table.get(record.sqe_type)
+
+
+def submitting_api(record: TaskRecord, costs: HostCosts) -> tuple[str, int] | None:
+    """The ACL call that submitted a task and its modelled host cost; None for unknown types."""
+    return submit_table(costs).get(record.sqe_type)
 
 
 def host_slices(

@@ -84,31 +84,49 @@ def find_report(directory: str | Path) -> ReportData:
     return ReportData(folder, found[-1].stem.removeprefix("report_data_"), summary)
 
 
-def _table(title: str, columns: list[str]) -> Table:
-    table = Table(title=title, title_justify="left")
+class TextTable(Table):
+    """A rich Table that also prints as text with print() (str renders it)."""
+
+    def __str__(self) -> str:
+        buffer = io.StringIO()
+        Console(file=buffer, width=160, force_terminal=False, color_system=None).print(self)
+        return buffer.getvalue()
+
+
+def _table(title: str, columns: list[str]) -> TextTable:
+    table = TextTable(title=title, title_justify="left")
     for index, column in enumerate(columns):
         table.add_column(column, justify="left" if index == 0 else "right")
     return table
 
 
-def kernel_table(data: ReportData, top: int = 10) -> Table:
-    """Top kernels by device time: share, pipe ratios, L2 hit rate and what bounds each."""
-    table = _table("Top kernels by device time", ["Op Name", "Type", "Count", "Total(us)", "Share %"])
+def kernel_rows_table(
+    rows: list[dict[str, Any]], top: int = 10, title: str = "Top kernels by device time"
+) -> TextTable:
+    """Top kernels (ProfileStats.kernel_rows) by device time: share, pipe ratios, L2 hit rate and
+    what bounds each."""
+    table = _table(title, ["Op Name", "Task Type", "Count", "Total(us)", "Avg(us)", "Time %"])
     for column in ("mac", "vec", "scalar", "mte2", "mte3", "L2 hit", "bound"):
         table.add_column(column, justify="right")
-    for row in data.summary["kernels"][:top]:
+    for row in rows[:top]:
         ratios = row["ratios"]
         table.add_row(
             row["name"],
             row["type"],
             str(row["count"]),
             f"{row['total_us']:.3f}",
+            f"{row['avg_us']:.3f}",
             f"{100 * row['share']:.1f}",
             *(f"{ratios[p]:.2f}" for p in ("mac", "vec", "scalar", "mte2", "mte3")),
             f"{row['l2_hit']:.2f}",
             row["bound"],
         )
     return table
+
+
+def kernel_table(data: ReportData, top: int = 10) -> TextTable:
+    """The top kernels of a profile folder."""
+    return kernel_rows_table(data.summary["kernels"], top)
 
 
 def render_text(data: ReportData, top: int = 10) -> str:

@@ -112,25 +112,28 @@ class RecordSpool(list):
 
 
 class HostSpool(RecordSpool):
-    """The host calls' sink: API records spooled like tasks; name records (a named launch's op name,
-    task_id >= 0) kept aside in `op_names`, keyed (device, stream, task id, doorbell ns)."""
+    """The host calls' sink: API records spooled like tasks (host threads append at once: one at a
+    time here, so a spill loses none); `op_names` is the profile's op-name collector, which the
+    runtime reaches through this sink."""
 
     def __init__(
-        self, directory: str | Path, make: Callable[[Any], Any], key: Callable[[Any], Any], chunk: int = CHUNK
+        self,
+        directory: str | Path,
+        make: Callable[[Any], Any],
+        key: Callable[[Any], Any],
+        chunk: int = CHUNK,
+        op_names: Any = None,
     ):
         super().__init__(directory, make, key, chunk)
         self._host_lock = threading.Lock()
-        self.op_names: dict[tuple[int, int, int, int], str] = {}
+        self.op_names = op_names
 
     def append(self, item: Any) -> None:
-        """Keep a host call (host threads append at once: one at a time here, so a spill loses none)."""
+        """Keep a host call."""
         with self._host_lock:
-            if item.task_id >= 0:
-                self.op_names[(item.device_id, item.stream_id, item.task_id, item.start_ns)] = item.name
-            else:
-                list.append(self, item)
-                if len(self) >= self.chunk:
-                    self.spill()
+            list.append(self, item)
+            if len(self) >= self.chunk:
+                self.spill()
 
 
 def merged(spools: list[RecordSpool], key: Callable[[Any], Any]) -> Iterator[Any]:

@@ -13,6 +13,7 @@ from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.records import MEMCPY_KIND_NAMES, task_type
 
 RATIOS = ("mac", "vec", "scalar", "mte1", "mte2", "mte3", "fixpipe")
+BUSY_TYPES = frozenset((SqeType.KERNEL, SqeType.AICPU, SqeType.SDMA))  # tasks that keep a stream busy
 IDLE_RATIO = 0.05  # below this on every pipe, a kernel is limited by launch and dispatch, not a pipe
 
 
@@ -26,6 +27,17 @@ def bound_of(ratios: dict[str, float]) -> str:
     if ratios.get("mte2", 0.0) > max(compute["cube"], compute["vector"]):
         return "memory"
     return busiest
+
+
+KernelFigures = tuple[float, dict[str, float], float, float]  # busy ns, pipe ratios, L2 hits, L2 requests
+
+
+def kernel_figures(record: TaskRecord, chip: ChipSpec) -> KernelFigures:
+    """What one kernel task adds to its op's totals: busy core time, pipe ratios, L2 hits and requests."""
+    counts = metrics.l2_requests(record)
+    hits = counts["read_cache_hit"] + counts["write_cache_hit"]
+    requests = hits + counts["read_cache_miss_allocate"] + counts["write_cache_miss_allocate"]
+    return metrics.core_time(record, chip).busy_ns, metrics.pipe_ratios(record, chip), hits, requests
 
 
 @dataclass
@@ -42,16 +54,18 @@ class KernelTotals:
     l2_requests: float = 0.0
 
     def add(self, record: TaskRecord, chip: ChipSpec) -> None:
-        busy = metrics.core_time(record, chip).busy_ns
-        self.count += 1
-        self.total_ns += record.end_ns - record.start_ns
-        self.busy_ns += busy
-        for pipe, value in metrics.pipe_ratios(record, chip).items():
-            self.weighted[pipe] += busy * value
-        counts = metrics.l2_requests(record)
-        hits = counts["read_cache_hit"] + counts["write_cache_hit"]
-        self.l2_hits += hits
-        self.l2_requests += hits + counts["read_cache_miss_allocate"] + counts["write_cache_miss_allocate"]
+        self.add_many(1, record.end_ns - record.start_ns, kernel_figures(record, chip))
+
+    def add_many(self, count: int, duration_ns: int, figures: KernelFigures) -> None:
+        """count tasks of the op with the same duration and figures."""
+        busy, ratios, hits, requests = figures
+        self.count += count
+        self.total_ns += count * duration_ns
+        self.busy_ns += count * busy
+        for pipe, value in ratios.items():
+            self.weighted[pipe] += count * busy * value
+        self.l2_hits += count * hits
+        self.l2_requests += count * requests
 
     def ratios(self) -> dict[str, float]:
         """Pipe ratios weighted by each task's busy core time."""
@@ -109,16 +123,10 @@ class ProfileStats:
 
     def add_task(self, record: TaskRecord, op_name: str) -> None:
         """One device task (not discarded)."""
-        self.tasks += 1
-        self.first_ns = record.start_ns if self.first_ns < 0 else min(self.first_ns, record.start_ns)
-        self.last_ns = max(self.last_ns, record.end_ns)
-        if record.sqe_type in (SqeType.KERNEL, SqeType.AICPU):
-            key = (op_name, task_type(record))
-            totals = self.kernels.get(key)
-            if totals is None:
-                totals = self.kernels[key] = KernelTotals(*key)
-            totals.add(record, self.chip)
-        elif record.sqe_type == SqeType.SDMA:
+        sqe = record.sqe_type
+        if sqe == SqeType.KERNEL or sqe == SqeType.AICPU:
+            self.kernel_totals(op_name, record).add(record, self.chip)
+        elif sqe == SqeType.SDMA:
             direction = MEMCPY_KIND_NAMES.get(
                 record.copy_kind, "MEMSET" if record.copy_kind == RECORD_MEMSET else "OTHER"
             )
@@ -126,9 +134,34 @@ class ProfileStats:
             entry[0] += record.bytes_written
             entry[1] += record.end_ns - record.start_ns
             entry[2] += 1
-        if record.sqe_type in (SqeType.KERNEL, SqeType.AICPU, SqeType.SDMA):
-            self.streams.setdefault((record.device_id, record.stream_id), Busy()).add(record.start_ns, record.end_ns)
-            self.devices.setdefault(record.device_id, Busy()).add(record.start_ns, record.end_ns)
+        self.add_timing(record)
+
+    def kernel_totals(self, op_name: str, record: TaskRecord) -> KernelTotals:
+        """The totals of a kernel task's op (made on first use)."""
+        key = (op_name, task_type(record))
+        totals = self.kernels.get(key)
+        if totals is None:
+            totals = self.kernels[key] = KernelTotals(*key)
+        return totals
+
+    def add_timing(self, record: TaskRecord) -> None:
+        """A task's time: the profile's span, and stream and device busy time (kernels and copies)."""
+        self.tasks += 1
+        start, end = record.start_ns, record.end_ns
+        if self.first_ns < 0 or start < self.first_ns:
+            self.first_ns = start
+        if end > self.last_ns:
+            self.last_ns = end
+        if record.sqe_type not in BUSY_TYPES:
+            return
+        stream = self.streams.get((record.device_id, record.stream_id))
+        if stream is None:
+            stream = self.streams[(record.device_id, record.stream_id)] = Busy()
+        stream.add(start, end)
+        device = self.devices.get(record.device_id)
+        if device is None:
+            device = self.devices[record.device_id] = Busy()
+        device.add(start, end)
 
     def add_api(self, name: str, start_ns: int, end_ns: int) -> None:
         """One host API slice (recorded or derived)."""
@@ -142,6 +175,20 @@ class ProfileStats:
         entry[2] = min(entry[2], ns)
         entry[3] = max(entry[3], ns)
         entry[4] += ns * ns
+
+    def add_api_many(self, name: str, count: int, ns: int) -> None:
+        """count host API slices of the same duration ns."""
+        if count <= 0:
+            return
+        entry = self.api.get(name)
+        if entry is None:
+            self.api[name] = [count, count * ns, ns, ns, count * ns * ns]
+            return
+        entry[0] += count
+        entry[1] += count * ns
+        entry[2] = min(entry[2], ns)
+        entry[3] = max(entry[3], ns)
+        entry[4] += count * ns * ns
 
     def api_rows(self) -> list[tuple[str, int, int, int, int, float]]:
         """(name, count, total, min, max ns, variance us^2), largest total first, then by name."""

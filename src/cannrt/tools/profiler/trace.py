@@ -2,12 +2,23 @@
 
 One host process with a thread per host thread (API slices); one process per device with a track per
 stream (task slices named by op), per physical AI core / vector core / SDMA engine (block slices),
-counter tracks (busy cores, HBM bandwidth, HBM in use), and a flow arrow from each launch to the task
-it queued. Events are made one task at a time (`TraceBuilder`), so the writer can stream them.
+and counter tracks (busy cores, HBM bandwidth, HBM reserved / allocated). A launch slice is linked
+to the task it queued by a flow bound to both slices (Perfetto's flow v2: "bind_id" with
+"flow_out" on the launch, "flow_in" on the task), so the link costs two fields, not two events.
+
+The trace is the timeline, written compactly (about 200 bytes per launched task): no "cat", no
+field a viewer can derive (a task's wait is the gap to the previous slice on its track), times in
+microseconds with only the digits needed (ns resolution). A task slice's args hold only what the
+task did beyond its time: op type of a named launch, Block Num above 1, busy pipe ratios, L2 hit
+rate, bytes copied, a failing status. Task IDs and task types are the join keys and columns of
+task_time / op_summary (device, stream, start time). Events are made as text one task at a time
+(`TraceBuilder`), so the writer streams them.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,31 +26,32 @@ from cannrt.abi import CopyKind, CoreKind, SqeType, TaskRecord
 from cannrt.config import ChipSpec
 from cannrt.tools.profiler import metrics
 from cannrt.tools.profiler.counters import CounterTrack
-from cannrt.tools.profiler.records import HostSlice, is_kernel, task_label, task_type
+from cannrt.tools.profiler.records import HostSlice, is_kernel, task_label
 
 Event = dict[str, Any]
 HOST_PID = 1
-DEVICE_PID = 100  # + device id
+DEVICE_PID = 2  # + device id
 AI_CORE_TID, VECTOR_CORE_TID, SDMA_TID = 10000, 20000, 30000  # + physical id
 STREAM_TID = 1  # + stream id
-MIB = float(1 << 20)
+ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
-def _ts(ns: float) -> float:
-    """Trace timestamps are microseconds."""
-    return round(ns / 1000.0, 6)
+def us_text(ns: int) -> str:
+    """A time in microseconds as JSON text: integer when whole, else up to 3 decimals (ns)."""
+    whole, part = divmod(int(ns), 1000)
+    if not part:
+        return str(whole)
+    return f"{ns / 1000:.3f}".rstrip("0")
+
+
+@functools.lru_cache(maxsize=4096)
+def quoted(name: str) -> str:
+    """A name as a JSON string."""
+    return json.dumps(name, ensure_ascii=False)
 
 
 def _meta(kind: str, pid: int, tid: int, name: str) -> Event:
     return {"ph": "M", "name": kind, "pid": pid, "tid": tid, "args": {"name": name}}
-
-
-def _slice(name: str, cat: str, pid: int, tid: int, start_ns: float, end_ns: float, args: dict[str, Any]) -> Event:
-    event: Event = {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": _ts(start_ns)}
-    event["dur"] = _ts(end_ns - start_ns)
-    if args:
-        event["args"] = args
-    return event
 
 
 def block_tid(record: TaskRecord, unit: int) -> int:
@@ -57,18 +69,16 @@ def block_track_name(tid: int) -> str:
     return f"Stream {tid - STREAM_TID}"
 
 
-def task_args(record: TaskRecord, wait_ns: int, chip: ChipSpec, op_name: str | None) -> dict[str, Any]:
-    """A task slice's args: ids and type always; the kernel's op type, blocks, busy pipes and L2 hit
-    rate, or a copy's bytes; zero ratios and waits left out (they are the common case)."""
-    args: dict[str, Any] = {"Task ID": record.task_id, "Task Type": task_type(record)}
-    if wait_ns:
-        args["Task Wait Time(us)"] = _ts(wait_ns)
+def task_args(record: TaskRecord, chip: ChipSpec, op_name: str | None) -> dict[str, Any]:
+    """A task slice's args: what the task did beyond its time (empty for a plain one-block task)."""
+    args: dict[str, Any] = {}
     if record.status:
         args["status"] = record.status
     if is_kernel(record):
         if op_name:
             args["OP Type"] = record.name
-        args["Block Num"] = record.block_dim
+        if record.block_dim != 1:
+            args["Block Num"] = record.block_dim
         args.update({f"{pipe}_ratio": round(v, 6) for pipe, v in metrics.pipe_ratios(record, chip).items() if v})
         if record.work is not None and (record.work.bytes_read or record.work.bytes_written):
             args["l2_hit_rate"] = round(metrics.l2_hit_rate(record), 6)
@@ -89,20 +99,34 @@ def hbm_bytes(record: TaskRecord) -> tuple[float, float]:
     return read, written
 
 
+class TaskShape:
+    """What the trace needs of a task that does not change between launches of the same kernel with
+    the same arguments and timing shape: its slice label and args text, its HBM traffic."""
+
+    __slots__ = ("args", "duration", "label", "moved")
+
+    def __init__(self, record: TaskRecord, chip: ChipSpec, op_name: str | None) -> None:
+        self.label = quoted(op_name or task_label(record))
+        self.duration = us_text(record.end_ns - record.start_ns)
+        args = task_args(record, chip, op_name)
+        self.args = f',"args":{ENCODE(args)}' if args else ""
+        self.moved = hbm_bytes(record)
+
+
 class TraceBuilder:
-    """The trace's events, made one host slice or task at a time; `closing_events()` gives the track
-    names and counter tracks once everything was added. Counter tracks hold at most `counter_points`
-    points each (see counters.py)."""
+    """The trace's events as JSON text, made one host slice or task at a time; `closing_events()`
+    gives the track names and counter tracks once everything was added. Counter tracks hold at most
+    `counter_points` points each (see counters.py)."""
 
     def __init__(self, chip: ChipSpec, span: tuple[int, int] = (0, 0), counter_points: int = 20000) -> None:
         self.chip = chip
         self.host_tids: dict[int, int] = {}  # host thread ident -> tid 1, 2, ... by first call
         self.tracks: set[tuple[int, int]] = set()
-        self._flows = 0
+        self.pids: set[int] = set()  # device processes with an event
+        self.flows = 0  # the last bind_id given
         self._counters: dict[tuple[int, str], CounterTrack] = {}
         self._span, self._points = span, counter_points
-        self._memory: list[Event] = []  # HBM-in-use points, one per sampled host call
-        self._memory_pids: set[int] = set()
+        self._launch_parts: dict[tuple[str, int, int], tuple[str, str]] = {}
 
     def host_tid(self, thread_id: int) -> int:
         return self.host_tids.setdefault(thread_id, len(self.host_tids) + 1)
@@ -113,66 +137,71 @@ class TraceBuilder:
             track = self._counters[(pid, name)] = CounterTrack(name, pid, self._span, self._points)
         return track
 
-    def host(self, host: HostSlice) -> list[Event]:
-        """An API slice on its host thread's track, and the flow to its task if it submitted one."""
+    def host(self, host: HostSlice, linked: bool = False) -> str:
+        """An API slice on its host thread's track; linked: it is the source of a flow to the task it
+        submitted (the next bind_id, which `task` takes as flow)."""
         tid = self.host_tid(host.thread_id)
-        events = [_slice(host.name, "api", HOST_PID, tid, host.start_ns, host.end_ns, {})]
-        task = host.task
-        if task is not None and not task.discarded:
-            self._flows += 1
-            common = {"name": "launch", "cat": "flow", "id": self._flows}
-            events.append(
-                {"ph": "s", "pid": HOST_PID, "tid": tid, "ts": _ts((host.start_ns + host.end_ns) / 2), **common}
-            )
-            mid = _ts((task.start_ns + task.end_ns) / 2)
-            pid, stream_tid = DEVICE_PID + task.device_id, STREAM_TID + task.stream_id
-            events.append({"ph": "f", "bp": "e", "pid": pid, "tid": stream_tid, "ts": mid, **common})
-        return events
+        head = f'{{"ph":"X","name":{quoted(host.name)},"pid":{HOST_PID},"tid":{tid},"ts":{us_text(host.start_ns)}'
+        tail = f',"dur":{us_text(host.end_ns - host.start_ns)}'
+        if not linked:
+            return head + tail + "}"
+        self.flows += 1
+        return f'{head}{tail},"bind_id":{self.flows},"flow_out":true}}'
 
-    def memory(self, device_id: int, at_ns: int, used: int) -> None:
-        """A sample of the HBM in use on a device (the memory-in-use counter track)."""
-        pid = DEVICE_PID + device_id
-        self._memory_pids.add(pid)
-        args = {"used": round(used / MIB, 6)}
-        self._memory.append(
-            {"ph": "C", "name": "HBM in use (MiB)", "pid": pid, "tid": 0, "ts": _ts(at_ns), "args": args}
-        )
+    def launch(self, name: str, thread_id: int, start_ns: int, duration_ns: int, linked: bool) -> str:
+        """A derived launch slice (as `host`), its fixed parts made once per call name and thread."""
+        key = (name, thread_id, duration_ns)
+        parts = self._launch_parts.get(key)
+        if parts is None:
+            tid = self.host_tid(thread_id)
+            head = f'{{"ph":"X","name":{quoted(name)},"pid":{HOST_PID},"tid":{tid},"ts":'
+            parts = (head, f',"dur":{us_text(duration_ns)}')
+            self._launch_parts[key] = parts
+        if not linked:
+            return f"{parts[0]}{us_text(start_ns)}{parts[1]}}}"
+        self.flows += 1
+        return f'{parts[0]}{us_text(start_ns)}{parts[1]},"bind_id":{self.flows},"flow_out":true}}'
 
-    def task(self, record: TaskRecord, wait_ns: int, op_name: str | None = None) -> list[Event]:
-        """A task's slice on its stream track and its blocks on the engines that ran them."""
+    def task(self, record: TaskRecord, shape: TaskShape, flow: int = 0) -> str:
+        """A task's slice on its stream track (the end of flow `flow` if not 0) and its blocks on the
+        engines that ran them, as lines of JSON text."""
         pid, tid = DEVICE_PID + record.device_id, STREAM_TID + record.stream_id
         self.tracks.add((pid, tid))
-        label = op_name or task_label(record)
-        args = task_args(record, wait_ns, self.chip, op_name)
-        events = [_slice(label, "task", pid, tid, record.start_ns, record.end_ns, args)]
+        start, end = record.start_ns, record.end_ns
+        text = f'{{"ph":"X","name":{shape.label},"pid":{pid},"tid":{tid},"ts":{us_text(start)},"dur":{shape.duration}'
+        if flow:
+            text += f',"bind_id":{flow},"flow_in":true'
+        text += shape.args + "}"
         kind = record.core_kind if is_kernel(record) else -1
-        for unit, start, end in record.blocks:
-            if end > start:
+        for unit, begin, finish in record.blocks:
+            if finish > begin:
                 engine = block_tid(record, unit)
                 self.tracks.add((pid, engine))
-                events.append(_slice(label, "block", pid, engine, start, end, {}))
+                text += (
+                    f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":{engine},'
+                    f'"ts":{us_text(begin)},"dur":{us_text(finish - begin)}}}'
+                )
                 if kind >= 0:
                     title = "AI Vector Core busy" if kind == CoreKind.AIVEC else "AI Core busy"
-                    self.counter(pid, title).span(start, end, {"cores": 1.0})
-        read, written = hbm_bytes(record)
-        duration = record.end_ns - record.start_ns
-        if duration > 0 and (read or written):
-            rates = {"read": read / duration, "write": written / duration}
-            self.counter(pid, "HBM bandwidth (GB/s)").span(record.start_ns, record.end_ns, rates)
-        for track in self._counters.values():
-            track.flush_before(record.start_ns)
-        return events
+                    self.counter(pid, title).span(begin, finish, {"cores": 1.0})
+        read, written = shape.moved
+        if end > start and (read or written):
+            rates = {"read": read / (end - start), "write": written / (end - start)}
+            self.counter(pid, "HBM bandwidth (GB/s)").span(start, end, rates)
+        if self._counters:
+            for track in self._counters.values():
+                track.flush_before(start)
+        return text
 
-    def closing_events(self) -> Iterator[Event]:
+    def closing_events(self, memory_pids: set[int] | None = None) -> Iterator[Event]:
         """Process and thread names, then every counter track."""
         yield _meta("process_name", HOST_PID, 0, "Host (CANN API)")
         for tid in self.host_tids.values():
             yield _meta("thread_name", HOST_PID, tid, f"Host thread {tid}")
-        pids = {p for p, _ in self.tracks} | {p for p, _ in self._counters} | self._memory_pids
+        pids = {p for p, _ in self.tracks} | {p for p, _ in self._counters} | (memory_pids or set())
         for pid in sorted(pids):
             yield _meta("process_name", pid, 0, f"NPU {pid - DEVICE_PID} ({self.chip.name})")
         for pid, tid in sorted(self.tracks):
             yield _meta("thread_name", pid, tid, block_track_name(tid))
         for key in sorted(self._counters):
             yield from self._counters[key].finish()
-        yield from self._memory

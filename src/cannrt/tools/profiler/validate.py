@@ -1,8 +1,11 @@
 """A checker of the Chrome trace rules Perfetto applies on import (REFERENCE.md section 9).
 
 `validate_trace(obj)` returns one message per broken rule (empty when the trace is sound):
-X needs a numeric dur; B/E nest per thread; C args are numbers; flows s/t/f match by id; M events
-only name processes and threads; slices on one thread either nest or do not overlap.
+X needs a numeric dur; B/E nest per thread; C args are numbers; flows s/t/f match by id; flows
+bound to slices (v2: "bind_id" with boolean "flow_out" / "flow_in" on X/B events) have one source
+and at least one end, no later than them, and a direction; M events only name processes and
+threads; slices on one thread either nest or do not overlap. An event without tid is on the thread
+whose tid is its pid (the JSON importer's rule).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def _check_begin_end(events: list[tuple[int, dict[str, Any]]], problems: list[st
     """B/E pairs nest per (pid, tid): each E closes the newest open B (same name if given)."""
     stacks: dict[tuple[Any, Any], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for index, event in sorted(events, key=lambda item: item[1]["ts"]):
-        stack = stacks[(event.get("pid"), event.get("tid"))]
+        stack = stacks[(event.get("pid"), event.get("tid", event.get("pid")))]
         if event["ph"] == "B":
             stack.append((index, event))
         elif not stack:
@@ -94,11 +97,41 @@ def _check_flows(events: list[tuple[int, dict[str, Any]]], problems: list[str]) 
             problems.append(f"{where}: ends before it starts")
 
 
+def _check_bound_flows(events: list[tuple[int, dict[str, Any]]], problems: list[str]) -> None:
+    """Flow v2: each bind_id has exactly one source slice (flow_out), at least one end (flow_in) that
+    does not start before the source; directions are JSON booleans (Perfetto ignores other types)."""
+    flows: dict[Any, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for index, event in events:
+        bind = event["bind_id"]
+        if isinstance(bind, bool) or not isinstance(bind, int | str):
+            problems.append(f"{_label(index, event)}: bind_id must be an integer or a string")
+            continue
+        out, into = event.get("flow_out", False), event.get("flow_in", False)
+        if not isinstance(out, bool) or not isinstance(into, bool):
+            problems.append(f"{_label(index, event)}: flow_out / flow_in must be true or false")
+        elif not (out or into):
+            problems.append(f"{_label(index, event)}: bind_id without flow_out or flow_in")
+        elif event["ph"] not in "XB":
+            problems.append(f"{_label(index, event)}: flows bind to X or B slices only")
+        else:
+            flows[bind]["out" if out and not into else "in" if into and not out else "step"].append(event)
+    for bind, ends in flows.items():
+        where = f"bind_id {bind!r}"
+        if len(ends["out"]) != 1 or not ends["in"]:
+            problems.append(f"{where}: needs one flow_out and a flow_in, has {len(ends['out'])} and {len(ends['in'])}")
+            continue
+        source = ends["out"][0]["ts"]
+        if any(e["ts"] + EPS < source for e in ends["in"] + ends["step"]):
+            problems.append(f"{where}: ends before it starts")
+
+
 def _check_overlap(slices: list[tuple[int, dict[str, Any]]], problems: list[str]) -> None:
     """Complete slices on one (pid, tid) either nest or are disjoint."""
     tracks: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
     for index, event in slices:
-        tracks[(event.get("pid"), event.get("tid"))].append((event["ts"], event["ts"] + event["dur"], index))
+        tracks[(event.get("pid"), event.get("tid", event.get("pid")))].append(
+            (event["ts"], event["ts"] + event["dur"], index)
+        )
     for (pid, tid), spans in tracks.items():
         open_ends: list[tuple[float, int]] = []
         for start, end, index in sorted(spans, key=lambda s: (s[0], -s[1], s[2])):
@@ -118,6 +151,7 @@ def validate_trace(obj: object) -> list[str]:
         _check_single(index, event, problems)
     _check_begin_end([(i, e) for i, e in events if e["ph"] in "BE"], problems)
     _check_flows([(i, e) for i, e in events if e["ph"] in "stf"], problems)
+    _check_bound_flows([(i, e) for i, e in events if "bind_id" in e], problems)
     timed = [(i, e) for i, e in events if e["ph"] == "X" and _is_number(e.get("dur")) and e["dur"] >= 0]
     _check_overlap(timed, problems)
     return problems

@@ -1,8 +1,10 @@
 """The msprof folder: `PROF_<id>_<ts>/mindstudio_profiler_output/` with the JSON timeline and CSVs.
 
 The writer streams: one pass over the host calls, then one over the tasks in start order, each
-record turned into its CSV rows and trace events and written at once; only per-op, per-stream and
-per-API aggregates (and a bounded timeline sample for the HTML report) stay in memory.
+record turned into its CSV rows and trace events (as text) and written at once; only per-op,
+per-stream and per-API aggregates, the task shapes (shapes.py) and a bounded timeline sample for
+the HTML report stay in memory. Then the memory timeline of each device (memory_record rows and
+the HBM counter track).
 """
 
 from __future__ import annotations
@@ -18,12 +20,21 @@ from typing import IO, Any
 from cannrt.abi import SqeType, TaskRecord
 from cannrt.config import ChipSpec, HostCosts
 from cannrt.tools.profiler import summary
-from cannrt.tools.profiler.records import ApiLike, HostSlice, is_kernel, submitting_api, task_label
+from cannrt.tools.profiler.records import ApiLike, HostSlice, MemoryLike, submit_table, task_label
+from cannrt.tools.profiler.shapes import ShapeCache
 from cannrt.tools.profiler.stats import ProfileStats
-from cannrt.tools.profiler.trace import TraceBuilder, block_tid, block_track_name
+from cannrt.tools.profiler.trace import (
+    DEVICE_PID,
+    ENCODE,
+    TraceBuilder,
+    block_tid,
+    block_track_name,
+    us_text,
+)
 
 OUTPUT_DIR = "mindstudio_profiler_output"
 MEMORY_RECORD_HEAD = ["Device_id", "Component", "Timestamp(us)", "Total Allocated(KB)", "Total Reserved(KB)", "Device"]
+MEMORY_TRACK = "HBM memory (bytes)"  # the memory timeline's counter track (reserved, allocated)
 SAMPLE_TASKS = 4000  # tasks of the timeline sample kept for the HTML report
 OpKey = tuple[int, int, int, int]  # (device, stream, task id, doorbell ns) of a named launch
 
@@ -46,7 +57,7 @@ class Collected:
     span: tuple[int, int] = (0, 0)  # first task start, last task end (for the counter bins)
     host_api: bool = True  # --ascendcl: host API slices and statistics
     task_time: bool = True  # --task-time: device task rows and tracks
-    extra: Sequence[dict[str, Any]] = ()  # trace events written as given (the memory timeline's counters)
+    memory: Mapping[int, Sequence[MemoryLike]] | None = None  # device -> its memory timeline events
     op_types: Mapping[str, str] | None = None  # model node name -> ONNX op type (OP Type)
 
 
@@ -73,22 +84,23 @@ def write_csv(path: Path, table: summary.Table) -> None:
         writer.writerows(rows)
 
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-
-
 class _JsonEvents:
-    """A Chrome trace written one event at a time."""
+    """A Chrome trace written one event (JSON text or object) at a time."""
 
     def __init__(self, handle: IO[str]) -> None:
         self.handle = handle
         self.first = True
         handle.write('{"displayTimeUnit":"ms","traceEvents":[\n')
 
+    def text(self, text: str) -> None:
+        """Events already made as JSON text (several joined by ',\\n')."""
+        self.handle.write(text if self.first else ",\n" + text)
+        self.first = False
+
     def write(self, events: Iterable[dict[str, Any]]) -> None:
-        text = ",\n".join(map(_ENCODE, events))
+        text = ",\n".join(map(ENCODE, events))
         if text:
-            self.handle.write(text if self.first else ",\n" + text)
-            self.first = False
+            self.text(text)
 
     def close(self) -> None:
         self.handle.write("\n]}\n")
@@ -131,44 +143,60 @@ class _Export:
         self.data, self.group, self.out, self.stamp = data, group, out, stamp
         self.stats = ProfileStats(data.chip)
         self.trace = TraceBuilder(data.chip, data.span)
+        self.shapes = ShapeCache(data.chip, group, self.stats)
         self.sample = _Sample()
         self.memory_peak: dict[int, int] = {}
+        self.memory_pids: set[int] = set()
         self.handles: list[IO[str]] = []
         self.json = _JsonEvents(self._open(f"msprof_{stamp}.json"))
-        self.csv: dict[str, Any] = {}
+        self.csv: dict[str, IO[str]] = {}
         for name, head in (
             ("op_summary", summary.op_summary_head(group)),
             ("task_time", summary.TASK_TIME_HEAD),
             ("l2_cache", summary.L2_CACHE_HEAD),
             ("memory_record", MEMORY_RECORD_HEAD),
         ):
-            self.csv[name] = csv.writer(self._open(f"{name}_{stamp}.csv"))
-            self.csv[name].writerow(head)
+            self.csv[name] = self._open(f"{name}_{stamp}.csv")
+            csv.writer(self.csv[name]).writerow(head)
 
     def _open(self, name: str) -> IO[str]:
-        handle = (self.out / name).open("w", newline="")
+        handle = (self.out / name).open("w", newline="", buffering=1 << 20)
         self.handles.append(handle)
         return handle
 
-    def host_slice(self, host: HostSlice) -> None:
-        self.json.write(self.trace.host(host))
+    def host_slice(self, host: HostSlice, linked: bool = False) -> None:
+        self.json.text(self.trace.host(host, linked))
         self.stats.add_api(host.name, host.start_ns, host.end_ns)
-        self.sample.api(host.name, self.trace.host_tid(host.thread_id), host.start_ns, host.end_ns)
+        if self.sample.tasks < SAMPLE_TASKS:
+            self.sample.api(host.name, self.trace.host_tid(host.thread_id), host.start_ns, host.end_ns)
+
+    def memory(self, timelines: Mapping[int, Sequence[MemoryLike]]) -> None:
+        """The memory timeline of each device: memory_record rows and the trace's counter track."""
+        rows = self.csv["memory_record"]
+        for device, events in sorted(timelines.items()):
+            pid = DEVICE_PID + device
+            lines = []
+            for event in events:
+                self.memory_peak[device] = max(self.memory_peak.get(device, 0), event.reserved)
+                rows.write(
+                    f"{device},RUNTIME,{summary.us(event.time_ns)},{event.allocated // 1024},"
+                    f"{event.reserved // 1024},NPU:{device}\r\n"
+                )
+                lines.append(
+                    f'{{"ph":"C","name":"{MEMORY_TRACK}","pid":{pid},"tid":0,"ts":{us_text(event.time_ns)},'
+                    f'"args":{{"reserved":{event.reserved},"allocated":{event.allocated}}}}}'
+                )
+            if lines:
+                self.memory_pids.add(pid)
+                self.json.text(",\n".join(lines))
 
     def host_calls(self, calls: Iterable[ApiLike]) -> dict[int, HostSlice]:
-        """Pass 1: recorded calls become slices and memory samples; memsets are held back (the async
-        ones are matched with their SDMA task in pass 2)."""
+        """Pass 1: recorded calls become slices; memsets are held back (the async ones are matched
+        with their SDMA task in pass 2)."""
         memsets: dict[int, HostSlice] = {}
+        if not self.data.host_api:
+            return memsets
         for call in calls:
-            used = getattr(call, "hbm_used", -1)
-            if used >= 0:
-                device = call.device_id  # type: ignore[attr-defined]
-                self.trace.memory(device, call.end_ns, used)
-                self.memory_peak[device] = max(self.memory_peak.get(device, 0), used)
-                row = [str(device), "RUNTIME", summary.us(call.end_ns), "N/A", str(used // 1024), f"NPU:{device}"]
-                self.csv["memory_record"].writerow(row)
-            if not self.data.host_api:
-                continue
             host = HostSlice(call.name, call.start_ns, call.end_ns, call.thread_id)
             if call.name == "aclrtMemset":
                 memsets.setdefault(call.end_ns, host)
@@ -179,39 +207,65 @@ class _Export:
 
     def tasks(self, records: Iterable[TaskRecord], memsets: dict[int, HostSlice]) -> None:
         """Pass 2: each task's derived launch slice, CSV rows, trace events and aggregates."""
-        data, names, csvs = self.data, self.data.op_names or {}, self.csv
-        types = data.op_types or {}
+        data, names, types = self.data, self.data.op_names or {}, self.data.op_types or {}
+        op_file, time_file, l2_file = self.csv["op_summary"], self.csv["task_time"], self.csv["l2_cache"]
+        trace, shapes, stats, sample, us = self.trace, self.shapes, self.stats, self.sample, summary.us
+        submits = submit_table(data.costs) if data.host_api else {}
+        task_time, thread, model = data.task_time, data.thread_id, summary.MODEL_ID
         last_end: dict[tuple[int, int], int] = {}
+        derived: dict[tuple[str, int], int] = {}  # (call, cost) -> derived launch slices not yet in stats
         for record in records:
-            found = submitting_api(record, data.costs) if data.host_api else None
+            linked = task_time and not record.discarded
+            found = submits.get(record.sqe_type)
+            text = ""
             if found is not None:
                 held = memsets.pop(record.arrival_ns, None) if record.sqe_type == SqeType.SDMA else None
                 if held is not None:
-                    self.host_slice(HostSlice("aclrtMemsetAsync", held.start_ns, held.end_ns, held.thread_id, record))
+                    host = HostSlice("aclrtMemsetAsync", held.start_ns, held.end_ns, held.thread_id, record)
+                    self.host_slice(host, linked)
                 else:
-                    start = record.arrival_ns - found[1]
-                    self.host_slice(HostSlice(found[0], start, record.arrival_ns, data.thread_id, record))
-            if record.discarded or not data.task_time:
+                    name, cost = found
+                    text = trace.launch(name, thread, record.arrival_ns - cost, cost, linked)
+                    derived[found] = derived.get(found, 0) + 1
+                    if sample.tasks < SAMPLE_TASKS:
+                        sample.api(name, trace.host_tid(thread), record.arrival_ns - cost, record.arrival_ns)
+            if not linked:
+                if text:
+                    self.json.text(text)
                 continue
-            stream = (record.device_id, record.stream_id)
-            previous = last_end.get(stream)
-            wait = 0 if previous is None else max(0, record.start_ns - previous)
-            last_end[stream] = record.end_ns if previous is None else max(previous, record.end_ns)
-            op_name = names.get(op_key(record)) if names else None
-            self.json.write(self.trace.task(record, wait, op_name))
-            csvs["task_time"].writerow(summary.task_time_row(record, op_name))
-            if is_kernel(record):
-                csvs["op_summary"].writerow(
-                    summary.op_row(record, wait, data.chip, self.group, op_name, types.get(op_name or ""))
+            device, stream, task_id = record.device_id, record.stream_id, record.task_id
+            start, end = record.start_ns, record.end_ns
+            previous = last_end.get((device, stream))
+            wait = 0 if previous is None or start < previous else start - previous
+            last_end[(device, stream)] = end if previous is None or end > previous else previous
+            op_name = names.get((device, stream, task_id, record.arrival_ns)) if names else None
+            shape = shapes.get(record, op_name, types.get(op_name) if op_name else None)
+            task = trace.task(record, shape.trace, trace.flows if found is not None else 0)
+            self.json.text(f"{text},\n{task}" if text else task)
+            begin, duration = us(start), shape.duration_csv
+            time_file.write(
+                f"{device},{shape.name},{shape.kernel_type},{stream},{task_id},{duration},{begin},{us(end)}\r\n"
+            )
+            if shape.kernel:
+                op_file.write(
+                    f"{device},{model},{task_id},{stream},{shape.name},{shape.op_type},N/A,"
+                    f"{shape.task_type},{begin},{duration},{us(wait)},{shape.op_tail}\r\n"
                 )
-                csvs["l2_cache"].writerow(summary.l2_row(record, op_name))
-            self.stats.add_task(record, op_name or record.name)
-            self.sample.task(record, op_name or task_label(record))
+                l2_file.write(f"{device},{stream},{task_id},{shape.l2},0.000000,{shape.name}\r\n")
+                shape.count += 1
+                stats.add_timing(record)
+            else:
+                stats.add_task(record, op_name or record.name)
+            if sample.tasks < SAMPLE_TASKS:
+                sample.task(record, op_name or task_label(record))
+        shapes.flush()
+        for (name, cost), count in derived.items():
+            stats.add_api_many(name, count, cost)
         for held in memsets.values():  # synchronous memsets
             self.host_slice(held)
 
     def finish(self) -> None:
-        self.json.write(self.trace.closing_events())
+        self.json.write(self.trace.closing_events(self.memory_pids))
         self.json.close()
         for handle in self.handles:
             handle.close()
@@ -243,7 +297,7 @@ def write_collected(
     try:
         memsets = export.host_calls(data.api())
         export.tasks(data.tasks(), memsets)
-        export.json.write(data.extra)
+        export.memory(data.memory or {})
     finally:
         export.finish()
     return folder
