@@ -30,7 +30,6 @@ GE_INTERNAL_BASE = 200
 """Codes from here on are the graph engine's own (200 + the ONNX element type, still a byte, as a
 kernel parameter block holds a dtype); acl reports -1 for them."""
 ACL_DT_UNDEFINED = -1
-ACL_STRING = 13
 
 # type code -> numpy dtype
 ACL_TO_NUMPY: dict[int, np.dtype] = {
