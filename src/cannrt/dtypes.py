@@ -114,5 +114,5 @@ def reported_acl_type(code: int) -> int:
 def acl_type_size(code: int) -> int:
     """Bytes per element of an aclDataType (aclDataTypeSize): 0 for ACL_STRING and codes acl does
     not know, 1 for the 8-bit and sub-byte types (stored one per byte)."""
-    dtype = ACL_TO_NUMPY.get(code)
-    return dtype.itemsize if dtype is not None and code in ACL_CODES else 0
+    dtype = ACL_TYPES.get(code)
+    return dtype.itemsize if dtype is not None else 0

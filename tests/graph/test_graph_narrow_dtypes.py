@@ -212,3 +212,21 @@ def test_an_om_with_an_unknown_io_type_code_is_refused(code: int) -> None:
     bad = dataclasses.replace(offline, inputs=(dataclasses.replace(offline.inputs[0], dtype=code),))
     with pytest.raises(om_format.OmFormatError, match=f"unknown tensor type code {code}"):
         om_format.loads(om_format.dumps(bad))
+
+
+@pytest.mark.parametrize("to", [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E8M0])
+def test_a_folded_cast_and_the_builtin_cast_kernel_follow_onnx_cast_too(rt, to: int) -> None:
+    from cannrt.graph import folding
+
+    x = np.concatenate([EDGES, -EDGES]).astype(np.float32)
+    want = _reference_cast(x, to).view(np.uint8)  # ONNX's defaults: saturate 1, round_mode "up"
+    node = helper.make_node("Cast", ["x"], ["y"], to=to)
+    folded = folding.evaluate(node, {"to": to}, [x], 25)
+    assert folded is not None
+    np.testing.assert_array_equal(folded[0].view(np.uint8), want)
+    device = cannrt.Device(0)
+    source, target = device.array(x), device.empty(x.shape, _reference_cast(x, to).dtype)
+    stream = device.stream()
+    stream.launch("cast", source, target)
+    stream.synchronize()
+    np.testing.assert_array_equal(target.to_numpy().view(np.uint8), want)

@@ -28,8 +28,6 @@ from cannrt.om.model import IoDesc, OfflineModel
 from cannrt.runtime.model_file import read_model
 
 # one table with the writer (graph/singleop.py): cannrt.dtypes names the types and formats
-TYPE_NAMES = dtypes.TYPE_NAMES
-FORMAT_NAMES = dtypes.FORMAT_CODES
 
 
 @dataclass(frozen=True)
@@ -72,8 +70,8 @@ class OpModel:
 def _pattern(entry: Any, where: str) -> DescPattern:
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: a tensor description must be an object")
-    dtype = TYPE_NAMES.get(str(entry.get("type", "")).lower())
-    fmt = FORMAT_NAMES.get(str(entry.get("format", "ND")).upper())
+    dtype = dtypes.TYPE_NAMES.get(str(entry.get("type", "")).lower())
+    fmt = dtypes.FORMAT_CODES.get(str(entry.get("format", "ND")).upper())
     shape = entry.get("shape", [])
     if dtype is None or fmt is None or not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
         raise ValueError(f"{where}: bad type/format/shape in {entry}")
@@ -83,7 +81,7 @@ def _pattern(entry: Any, where: str) -> DescPattern:
 def _attr_value(entry: dict[str, Any]) -> Any:
     value = entry.get("value")
     if entry.get("type") == "data_type" and isinstance(value, str):
-        return TYPE_NAMES.get(value.lower(), value)
+        return dtypes.TYPE_NAMES.get(value.lower(), value)
     return value
 
 

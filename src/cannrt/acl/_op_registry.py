@@ -14,14 +14,13 @@ from typing import Any
 from cannrt.acl import constants as c
 from cannrt.acl._buffers import TensorDesc
 from cannrt.acl._state import fail
-from cannrt.dtypes import PLAIN_FORMATS as PLAIN_FORMAT_CODES
+from cannrt.dtypes import PLAIN_FORMATS
 from cannrt.errors import ErrorCode
 from cannrt.kernels import KernelArgumentError, get_kernel
 from cannrt.runtime.core import tensor_arg
 
 FLOAT_TYPES = (c.ACL_FLOAT, c.ACL_FLOAT16, c.ACL_BF16, c.ACL_DOUBLE)
 MATMUL_TYPES = (c.ACL_FLOAT, c.ACL_FLOAT16, c.ACL_BF16, c.ACL_INT8)
-PLAIN_FORMATS = frozenset(PLAIN_FORMAT_CODES.values())  # kernels take these layouts as they are
 
 
 @dataclass(frozen=True)
@@ -146,7 +145,7 @@ def _check_counts(op_type: str, spec: OpSpec, ins: list[TensorDesc], outs: list[
     if len(outs) != spec.outputs:
         raise fail(c.ACL_ERROR_OP_OUTPUT_NOT_MATCH, f"{op_type} has {spec.outputs} output(s), got {len(outs)}")
     for desc in ins + outs:
-        if desc.format not in PLAIN_FORMATS:
+        if desc.format not in PLAIN_FORMATS.values():  # kernels take these layouts as they are
             raise fail(c.ACL_ERROR_FORMAT_NOT_MATCH, f"{op_type}: format {desc.format} needs a format conversion")
 
 

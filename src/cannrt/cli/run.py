@@ -18,7 +18,7 @@ import typer
 
 from cannrt.api.model import Model
 from cannrt.api.profile import profile
-from cannrt.dtypes import numpy_dtype
+from cannrt.dtypes import FLOAT8_E8M0, NPY_WIDENED, numpy_dtype
 from cannrt.errors import CannError
 from cannrt.om.model import IoDesc
 
@@ -44,7 +44,9 @@ def _inputs(model: Model, files: list[str]) -> list[np.ndarray]:
 def _random(io: IoDesc, rng: np.random.Generator) -> np.ndarray:
     dtype = numpy_dtype(io.dtype)
     shape = tuple(1 if d == -1 else d for d in io.shape)
-    if dtype.kind == "f":
+    if dtype == FLOAT8_E8M0:  # powers of two only (no sign, no zero)
+        return (2.0 ** rng.integers(-4, 4, shape)).astype(dtype)
+    if NPY_WIDENED.get(dtype, dtype).kind == "f" or dtype.kind == "f":  # ml_dtypes floats are kind "V"
         return rng.standard_normal(shape).astype(dtype)
     if dtype.kind == "b":
         return rng.integers(0, 2, shape).astype(dtype)

@@ -30,7 +30,6 @@ from cannrt.graph.streams import assign_streams, schedule
 from cannrt.graph.tasks import generate
 from cannrt.om import Gear, IoDesc, OfflineModel
 
-FORMATS = {name: FORMAT_CODES[name] for name in ("NCHW", "NHWC", "ND", "NCDHW")}  # ACL_FORMAT_* codes
 ONNX_FORMATS = ("NCHW", "ND", "NCDHW")  # what atc takes for --framework=5
 MBATCH_INPUT = "ascend_mbatch_shape_data"
 ALIASABLE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
@@ -99,7 +98,7 @@ def compile_model(
     outputs = _io(first, first.outputs, [c.graph for c in compiled], False, options)
     gears = [c.gear for c in compiled]
     if options.dynamic_batch_size:
-        inputs.append(IoDesc(MBATCH_INPUT, acl_code(np.int64), FORMATS["ND"], (1,), 8))
+        inputs.append(IoDesc(MBATCH_INPUT, acl_code(np.int64), FORMAT_CODES["ND"], (1,), 8))
         gears = [replace(g, input_shapes=(*g.input_shapes, (1,))) for g in gears]
     name = options.name or first.name
     graph = describe(largest.graph, largest.nodes, largest.streams, largest.alias, options)
@@ -270,9 +269,9 @@ def _io(
         dims = tuple(d if all(s[k] == d for s in shapes) else -1 for k, d in enumerate(value.shape))
         size = max(int(np.prod(s, dtype=np.int64)) for s in shapes) * value.dtype.itemsize
         if is_input:
-            code = FORMATS[fmt] if fmt else FORMATS["NCHW" if len(value.shape) == 4 else "ND"]
+            code = FORMAT_CODES[fmt] if fmt else FORMAT_CODES["NCHW" if len(value.shape) == 4 else "ND"]
         else:
-            code = FORMATS["ND"]
+            code = FORMAT_CODES["ND"]
         try:
             dtype = acl_code(value.dtype)
         except ValueError:

@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 
 from cannrt.graph.onnx_proto import np_dtype
+from cannrt.kernels.casting import ROUND_MODES, cast_array
 
 FOLD_LIMIT_BYTES = 1 << 31
 """A folded output above this many bytes is left to the kernels (it would only cost host memory)."""
@@ -104,7 +105,12 @@ def _shape(attrs: Attrs, inputs: Inputs) -> list[np.ndarray]:
 
 
 def _cast(attrs: Attrs, inputs: Inputs) -> list[np.ndarray]:
-    return [np.asarray(inputs[0]).astype(np_dtype(int(attrs["to"])))]
+    mode = attrs.get("round_mode", "up")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in ROUND_MODES:
+        raise ValueError(f"Cast round_mode {mode!r} (expected {', '.join(ROUND_MODES)})")
+    saturate = int(attrs.get("saturate", 1))
+    return [cast_array(np.asarray(inputs[0]), np_dtype(int(attrs["to"])), saturate, ROUND_MODES[mode])]
 
 
 def _div(attrs: Attrs, inputs: Inputs) -> list[np.ndarray]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
+from cannrt.kernels.casting import cast_into
 from cannrt.kernels.registry import (
     ArgSpecs,
     Kernel,
@@ -119,7 +120,7 @@ def _softmax(x: np.ndarray, out: np.ndarray, axis: int = -1) -> None:
 
 
 def _cast(x: np.ndarray, out: np.ndarray) -> None:
-    out[...] = x.astype(out.dtype)
+    cast_into(x, out)  # ONNX Cast's defaults: saturate, E8M0 rounded up
 
 
 def _check_softmax(specs: ArgSpecs) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from cannrt.dtypes import ACL_TO_NUMPY, numpy_dtype
+from cannrt.dtypes import numpy_dtype
 from cannrt.om.model import (
     EventRecordTask,
     EventWaitTask,
@@ -141,8 +141,10 @@ def encode_io(io: IoDesc) -> dict[str, Any]:
 def decode_io(obj: Any) -> IoDesc:
     """An I/O description; ValueError for a type code cannrt.dtypes does not know (a foreign model)."""
     dtype = as_int(obj["dtype"], "I/O dtype")
-    if dtype not in ACL_TO_NUMPY:
-        raise ValueError(f"I/O {obj['name']!r}: unknown tensor type code {dtype}")
+    try:
+        numpy_dtype(dtype)
+    except ValueError:
+        raise ValueError(f"I/O {obj['name']!r}: unknown tensor type code {dtype}") from None
     return IoDesc(
         as_str(obj["name"], "I/O name"),
         dtype,

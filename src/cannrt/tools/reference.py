@@ -15,7 +15,7 @@ from cannrt.kernels.registry import get_kernel
 from cannrt.tools.dump import DumpedOp, load_dump_dir, tensor_stats, write_archive
 
 FLOATS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
-KEEP_OUTPUT_DTYPE = {"cast"}  # ops whose output dtype is the point of the op
+KEEP_OUTPUT_DTYPE = {"cast", "nn.cast"}  # ops whose output dtype is the point of the op
 
 
 def _widen(array: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from cannrt.graph.lowering.context import Lowering, normalize_axis, rule
-from cannrt.kernels.nn.elementwise import ROUND_MODES
+from cannrt.kernels.casting import ROUND_MODES
 from cannrt.kernels.nn.movement import PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_WRAP
 
 PAD_MODES = {"constant": PAD_CONSTANT, "reflect": PAD_REFLECT, "edge": PAD_EDGE, "wrap": PAD_WRAP}

@@ -4,9 +4,7 @@ Unary kernels take x, y, then their float parameters; binary kernels a, b, y (in
 to y, ONNX multidirectional broadcasting); `where` takes condition, a, b, y. Floats compute in
 fp32 (fp64 for fp64 tensors) and round once into the output's dtype.
 
-cast x, y, saturate, round_mode converts to y's dtype as ONNX Cast does: round to nearest even
-(numpy / ml_dtypes conversions), float8 targets clamped to their finite range when saturate is 1
-(NaN stays NaN), float8 E8M0 targets rounded by round_mode (ROUND_UP, ROUND_NEAREST, ROUND_DOWN).
+cast x, y, saturate, round_mode converts to y's dtype as ONNX Cast does (kernels/casting.py).
 """
 
 from __future__ import annotations
@@ -16,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cannrt.dtypes import FLOAT8_E8M0, FLOAT8_MAX
 from cannrt.kernels.builtins import compute_dtype, vector_work
+from cannrt.kernels.casting import ROUND_MODES, cast_into
 from cannrt.kernels.nn.common import (
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -245,44 +243,14 @@ def _check_add_act(specs: ArgSpecs) -> None:
     check_float("add_act", y)
 
 
-ROUND_UP, ROUND_NEAREST, ROUND_DOWN = range(3)
-ROUND_MODES = {"up": ROUND_UP, "nearest": ROUND_NEAREST, "down": ROUND_DOWN}  # ONNX Cast round_mode
-
-
-def _to_e8m0(x: np.ndarray, saturate: int, round_mode: int) -> np.ndarray:
-    """float8 E8M0 (a bare biased exponent, no sign) of x: fp32's exponent field, rounded up by
-    the fp32 mantissa as round_mode says; NaN and inf become 0xFF (NaN); with saturate, no value
-    rounds past the largest exponent (254)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
-    special = exponent == 0xFF
-    if round_mode == ROUND_UP:
-        up = (bits & 0x7FFFFF) > 0
-    elif round_mode == ROUND_NEAREST:
-        guard, rest = (bits & 0x400000) > 0, (bits & 0x3FFFFF) > 0
-        up = guard & (rest | (exponent > 0))  # halfway rounds up unless the exponent field is 0
-    else:
-        up = np.zeros(bits.shape, np.bool_)
-    up &= ~special
-    if saturate:
-        up &= exponent != 0xFE
-    out = (exponent + up).astype(np.uint8)  # 254 + 1 = 255: NaN without saturate
-    out[special] = 0xFF
-    return out.view(FLOAT8_E8M0)
+_HALF_PAIRS = {(np.dtype(np.float16), np.dtype(np.float32)), (np.dtype(np.float32), np.dtype(np.float16))}
 
 
 def _cast(x: np.ndarray, y: np.ndarray, saturate: int, round_mode: int) -> None:
-    with np.errstate(all="ignore"):
-        if y.dtype == np.bool_:
-            np.not_equal(x, 0, out=y)
-        elif y.dtype == FLOAT8_E8M0 and x.dtype != FLOAT8_E8M0:
-            store(y, _to_e8m0(x, saturate, round_mode))
-        elif y.dtype in FLOAT8_MAX and saturate and x.dtype != y.dtype:
-            top = FLOAT8_MAX[y.dtype]
-            wide = x if x.dtype in COMPUTE_DTYPES or x.dtype == np.float16 else x.astype(np.float32)
-            store(y, np.clip(wide, wide.dtype.type(-top), wide.dtype.type(top)).astype(y.dtype))
-        else:
-            np.copyto(y, x.astype(y.dtype), casting="unsafe")
+    if (x.dtype, y.dtype) in _HALF_PAIRS:  # the fast fp16 conversions (one rounding, as astype)
+        store(y, as_compute(x))
+    else:
+        cast_into(x, y, saturate, round_mode)
 
 
 def _check_cast(specs: ArgSpecs) -> None:
