@@ -8,10 +8,12 @@ which records are collected. A record whose fields cannot be hashed is computed 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
+from operator import attrgetter
 from typing import Any
 
-from cannrt.abi import TaskRecord
+from cannrt.abi import TaskRecord, Work
 from cannrt.config import ChipSpec
 from cannrt.tools.profiler import summary
 from cannrt.tools.profiler.records import is_kernel, kernel_type, task_type
@@ -20,6 +22,9 @@ from cannrt.tools.profiler.trace import TaskShape
 
 CACHE_SHAPES = 4096  # shapes kept; the cache starts over when full (memory stays bounded)
 WAIT_COLUMN = 10  # op_summary: the cells after Task Wait Time(us) belong to the shape
+# Work's fields as a plain tuple: hashed and compared in C (a frozen dataclass hashes in Python, and
+# records read back from different spooled batches hold equal but distinct Work objects)
+WORK_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Work)))
 
 
 def csv_cell(text: str) -> str:
@@ -81,7 +86,7 @@ def shape_key(record: TaskRecord, op_name: str | None, op_type: str | None) -> t
         record.end_ns - record.start_ns,
         spans,
         record.pipes,
-        record.work,
+        WORK_FIELDS(record.work) if record.work is not None else None,
         record.l2_hit,
         record.args,
         record.outputs,
