@@ -26,7 +26,15 @@ DTYPE_NAMES: dict[int, str] = {
     11: "DOUBLE",
     12: "BOOL",
     27: "BF16",
+    29: "INT4",
+    31: "INT2",
+    32: "UINT2",
+    35: "FLOAT8_E5M2",
+    36: "FLOAT8_E4M3FN",
+    37: "FLOAT8_E8M0",
+    40: "FLOAT4_E2M1",
 }
+"""msprof's names (ge::DataType's without DT_); the graph engine's own codes print as DT_<code>."""
 
 # CopyKind -> the copy direction in a MEMCPY_ASYNC slice name
 MEMCPY_KIND_NAMES: dict[int, str] = {
