@@ -174,3 +174,19 @@ def test_the_timeline_totals_restart_when_the_device_is_reset(device: cannrt.Dev
     assert [e.action for e in events[-3:]] == ["reset", "segment_alloc", "block_alloc"]
     assert (events[-1].reserved, events[-1].allocated) == (2 * MIB, 512)
     array.free()
+
+
+def test_the_timeline_reserves_what_the_driver_maps_the_runtimes_argument_areas_included(device: cannrt.Device) -> None:
+    driver = cannrt.get_runtime().driver
+    stream = device.stream()
+    x, y = device.array(np.ones(16, np.float32)), device.empty(16, np.float32)
+    stream.launch("relu", x, y)  # the stream's first launch with arguments takes its argument area
+    stream.synchronize()
+    free, total, *_ = driver.mem_info(0)
+    events = cannrt.memory.history()
+    assert ("internal_alloc", "malloc") in [(e.action, e.pool) for e in events]
+    assert events[-1].reserved == total - free
+    stream.destroy()
+    free, total, *_ = driver.mem_info(0)
+    events = cannrt.memory.history()
+    assert events[-1].action == "internal_free" and events[-1].reserved == total - free

@@ -13,12 +13,15 @@ import sys
 import threading
 import weakref
 from collections import deque
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 RING_EVENTS = 65536  # events kept per device; older ones are dropped (the totals stay right)
 
 # which running totals an action moves
-_RESERVED = {"malloc", "free", "segment_alloc", "segment_free", "malloc_physical", "free_physical"}
+_RESERVED = {
+    "malloc", "free", "segment_alloc", "segment_free", "malloc_physical", "free_physical",
+    "internal_alloc", "internal_free",  # the runtime's own (argument areas)
+}  # fmt: skip
 _ALLOCATED = {"malloc", "free", "block_alloc", "block_free"}
 
 
@@ -26,7 +29,7 @@ class MemoryEvent(NamedTuple):
     """One allocation (delta > 0) or free (delta < 0)."""
 
     time_ns: int  # modelled host clock
-    action: str  # malloc, free, segment_alloc/free, block_alloc/free, malloc_physical, free_physical
+    action: str  # malloc, free, segment_alloc/free, block_alloc/free, malloc/free_physical, internal_alloc/free
     address: int  # device VA (a physical handle for *_physical)
     delta: int  # bytes
     pool: str  # "malloc", "caching", "stream_ordered:N", "physical"
@@ -81,20 +84,10 @@ class MemoryTimeline:
         with self._lock:
             self._events.clear()
 
-    def counter_track(self, pid: int, name: str = "HBM memory (bytes)", since_ns: int = 0) -> list[dict[str, Any]]:
-        """Chrome-trace counter events (ph "C"): reserved and allocated bytes over host time."""
-        return [
-            {
-                "name": name,
-                "ph": "C",
-                "pid": pid,
-                "tid": 0,
-                "ts": event.time_ns / 1000,
-                "args": {"reserved": event.reserved, "allocated": event.allocated},
-            }
-            for event in self.events()
-            if event.time_ns >= since_ns
-        ]
+    def mark(self) -> tuple[int, int, MemoryEvent | None]:
+        """(reserved, allocated, the newest event kept) read together: where a profile starts."""
+        with self._lock:
+            return self.reserved, self.allocated, self._events[-1] if self._events else None
 
 
 def _call_site() -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from cannrt.abi import CQE_DISCARDED, decode_cqes
 from cannrt.errors import CannError, ErrorCode
 from cannrt.runtime.event import Event
+from cannrt.runtime.memory_ops import record_event
 from cannrt.runtime.stream import STREAM_FLAGS, Stream
 from cannrt.runtime.tracing import api_call
 from cannrt.tools.allocations import UserAllocations
@@ -40,7 +41,7 @@ class Context:
         self.retired_events: list[Event] = []  # destroyed, slot held while queued tasks name them
         self.orphaned_events: deque[Event] = deque()  # dropped by their owners: destroyed at the next reap
         self.allocations = UserAllocations()  # user VA -> requested bytes (with call sites and frees)
-        self._internal: set[int] = set()
+        self._internal: dict[int, int] = {}  # VA -> bytes of runtime-internal memory (argument areas)
         self.memory_pool: object | None = None  # the API's caching pool (cannrt.api.pools)
         self.sticky_code = 0
         self.sticky_message = ""
@@ -126,7 +127,8 @@ class Context:
     def allocate_internal(self, size: int) -> int:
         """Device memory the runtime itself uses (argument areas)."""
         va = self.runtime.driver.mem_alloc(self.asid, size, size, False)
-        self._internal.add(va)
+        self._internal[va] = size
+        record_event(self, "internal_alloc", va, size)  # reserved, as the driver counts it
         return va
 
     def note_block(self, address: int, nbytes: int) -> None:
@@ -137,9 +139,10 @@ class Context:
 
     def free_internal(self, va: int) -> None:
         """Free runtime-internal memory."""
-        if va in self._internal:
-            self._internal.discard(va)
+        size = self._internal.pop(va, None)
+        if size is not None:
             self.runtime.driver.mem_free(self.asid, va)
+            record_event(self, "internal_free", va, -size)
 
     # -- error state -------------------------------------------------------------------------
     def check_alive(self) -> None:
@@ -218,4 +221,6 @@ class Context:
         self.destroyed = True
         self.runtime.driver.space_destroy(self.asid)
         self.allocations.clear()
+        for va, size in self._internal.items():
+            record_event(self, "internal_free", va, -size)
         self._internal.clear()
