@@ -68,7 +68,7 @@ class Stream:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
         specs = self._specs(kernel, args) if args else ()
-        if name is None and block_dim.__class__ is int:  # True == 1: keyed only by an int
+        if name is None and type(block_dim) is int:  # True == 1: keyed only by an int
             send = self._sender((kernel, block_dim, specs))
             if send is not None:
                 send()

@@ -240,7 +240,6 @@ class Launcher:
         else:
             self._send(sqe, now)
         shape.last_use = position
-        stream.tail = position + 1
         self._shapes.move_to_end(key)
         return position
 
@@ -269,7 +268,7 @@ class Launcher:
             lock.wait_for_token,
             lock.wake_waiter,
         )
-        stream, clock, send = self._stream, self._clock, self._send_template
+        clock, send = self._clock, self._send_template
         prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
         used, checked = self._shapes.move_to_end, self._launch_checked
 
@@ -282,7 +281,6 @@ class Launcher:
                 if shape.generation == GENERATION[0]:
                     now = clock.now_ns = clock.now_ns + launch_ns
                     position = send(prefix, suffix, now)
-                    stream.tail = position + 1
                     if param_va:
                         shape.last_use = position
                         used(key)
