@@ -62,9 +62,13 @@ Held = list[object]  # a prepared launch's [sender, epoch it was made in]
 
 
 def _signature(args: tuple[ParamValue, ...]) -> tuple[object, ...]:
-    """What tells launches with equal but different arguments apart: each argument's class, and
-    a float's exact bits (0.0 == -0.0)."""
-    return tuple((arg.__class__, arg.hex() if isinstance(arg, float) else arg) for arg in args)
+    """What tells launches with equal but different arguments apart: each scalar's class, and a
+    float's exact bits (0.0 == -0.0); tensors as they are (a 3-field TensorArg never equals a
+    2-tuple)."""
+    return tuple(
+        arg if arg.__class__ is TensorArg else (arg.__class__, arg.hex() if isinstance(arg, float) else arg)
+        for arg in args
+    )
 
 
 def launch_key(name: str, block_dim: int, args: tuple[ParamValue, ...], dumped: str | None = None) -> LaunchKey:
