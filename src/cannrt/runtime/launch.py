@@ -58,7 +58,7 @@ MAX_BLOCK_DIM = 65535
 MAX_SHAPES_PER_DEPTH = 4  # kept shapes (with or without arguments) per SQ entry
 _KERNEL = int(SqeType.KERNEL)
 LaunchKey = tuple[object, ...]
-Held = list[object]  # a prepared launch's [sender, epoch it was made in]
+Held = list[object]  # a prepared launch's [sender, epoch it was made in, its shape]
 
 
 def _signature(args: tuple[ParamValue, ...]) -> tuple[object, ...]:
@@ -148,13 +148,13 @@ class Launcher:
         between the changes that drop senders (a kernel registered, the shape dropped, dumping
         switched, a sticky error, the stream destroyed) it is the kept shape's sender, with no
         checks and no lookup; after one, its next call goes through the checks again."""
-        held: Held = [None, -1]  # the sender, the epoch it was made in
+        held: Held = [None, -1, None]  # the sender, the epoch it was made in, its shape
         runtime = self._runtime
 
         def launch() -> int:
-            sender, epoch = held
-            if sender is None or epoch != self._epoch:
-                position = self._launch_checked(name, block_dim, args, op_name, held)
+            sender, epoch, shape = held
+            if sender is None or epoch != self._epoch or shape.generation != GENERATION[0]:  # type: ignore[attr-defined]
+                position = self._launch_checked(name, block_dim, args, op_name, held)  # and a new sender
             else:
                 position = sender()  # type: ignore[operator]
             if op_name is not None and runtime.api_records is not None:
@@ -255,7 +255,7 @@ class Launcher:
         if sender is None:
             sender = self.senders[key] = self._sender(key, shape, name, block_dim, args)
         if held is not None:
-            held[:] = sender, self._epoch
+            held[:] = sender, self._epoch, shape
 
     def _sender(
         self, key: LaunchKey, shape: Shape, name: str, block_dim: int, args: tuple[ParamValue, ...]
