@@ -188,3 +188,33 @@ def test_held_launches_of_more_shapes_than_slots_each_send_their_own_arguments(
             launch()
     stream.synchronize()
     assert [float(_read(ctx, out)[0]) for out in outs] == [2.0 * i + 3 for i in range(2 * SQ_DEPTH)]
+
+
+def test_a_held_launch_goes_through_the_checks_once_after_a_change_then_by_its_new_sender(
+    rt: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[str] = []
+    real = Launcher._launch_checked
+
+    def counted(self: Launcher, name: str, *args: Any) -> int:
+        checked.append(name)
+        return real(self, name, *args)
+
+    monkeypatch.setattr(Launcher, "_launch_checked", counted)
+    ctx = rt.set_device(0)
+    stream = ctx.create_stream()
+    x, y, z = _tensors(ctx, 3)
+    launch = stream.launcher.prepare("add", 1, (x, y, z))
+    for _ in range(3):
+        launch()
+    assert len(checked) == 1
+    register_kernel(Kernel("test_unrelated", lambda: None, lambda s: Work(), lambda s: None, outputs=()), replace=True)
+    for _ in range(3):  # the registry's generation moved
+        launch()
+    assert len(checked) == 2
+    stream.launcher.clear()  # every shape dropped (as for room in the argument area)
+    for _ in range(3):
+        launch()
+    assert len(checked) == 3
+    stream.synchronize()
+    assert (_read(ctx, z) == 3.0).all()

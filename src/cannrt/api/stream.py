@@ -29,7 +29,7 @@ class Stream:
         device = device or Device(0)
         self._rt = device.context.create_stream(priority, flags)
         self._launch = self._rt.launcher.launch
-        self._sender = self._rt.launcher.senders.get  # the launcher's senders of kept shapes
+        self._senders = self._rt.launcher.senders  # the launcher's senders of kept shapes
         self._checked: dict[tuple[Any, ...], tuple[int, tuple[TensorArg | int | float, ...]]] = {}
 
     @classmethod
@@ -37,7 +37,7 @@ class Stream:
         wrapper = cls.__new__(cls)
         wrapper._rt = rt_stream
         wrapper._launch = rt_stream.launcher.launch
-        wrapper._sender = rt_stream.launcher.senders.get
+        wrapper._senders = rt_stream.launcher.senders
         wrapper._checked = {}
         return wrapper
 
@@ -68,9 +68,12 @@ class Stream:
         """Enqueue a kernel with DeviceArray and scalar arguments (aclrtLaunchKernel); `name`
         names this op in dumps (default: the kernel name)."""
         specs = self._specs(kernel, args) if args else ()
-        if name is None and block_dim.__class__ is int:  # True == 1: keyed only by an int
-            send = self._sender((kernel, block_dim, specs))
-            if send is not None:
+        if name is None and type(block_dim) is int:  # True == 1: keyed only by an int
+            try:
+                send = self._senders[(kernel, block_dim, specs)]
+            except KeyError:  # new, dropped, or with scalars (kept by signature)
+                pass
+            else:
                 send()
                 return
         self._launch(kernel, block_dim, specs, name)  # with scalars: by signature, or the checks

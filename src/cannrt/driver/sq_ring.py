@@ -65,6 +65,11 @@ class SqRing:
 
         return send_template
 
+    @property
+    def tail(self) -> int:
+        """SQEs written so far: the position the next one takes."""
+        return self._sq.tail
+
     def send(self, sqe: bytes, arrival_ns: int) -> int:
         """Write one 64-byte SQE that arrives at host time arrival_ns and ring the doorbell;
         returns its position. CannTimeout if the ring stays full past the watchdog."""

@@ -58,13 +58,17 @@ MAX_BLOCK_DIM = 65535
 MAX_SHAPES_PER_DEPTH = 4  # kept shapes (with or without arguments) per SQ entry
 _KERNEL = int(SqeType.KERNEL)
 LaunchKey = tuple[object, ...]
-Held = list[object]  # a prepared launch's [sender, epoch it was made in]
+Held = list[object]  # a prepared launch's [sender, epoch it was made in, its shape]
 
 
 def _signature(args: tuple[ParamValue, ...]) -> tuple[object, ...]:
-    """What tells launches with equal but different arguments apart: each argument's class, and
-    a float's exact bits (0.0 == -0.0)."""
-    return tuple((arg.__class__, arg.hex() if isinstance(arg, float) else arg) for arg in args)
+    """What tells launches with equal but different arguments apart: each scalar's class, and a
+    float's exact bits (0.0 == -0.0); tensors as they are (a 3-field TensorArg never equals a
+    2-tuple)."""
+    return tuple(
+        arg if arg.__class__ is TensorArg else (arg.__class__, arg.hex() if isinstance(arg, float) else arg)
+        for arg in args
+    )
 
 
 def launch_key(name: str, block_dim: int, args: tuple[ParamValue, ...], dumped: str | None = None) -> LaunchKey:
@@ -144,13 +148,13 @@ class Launcher:
         between the changes that drop senders (a kernel registered, the shape dropped, dumping
         switched, a sticky error, the stream destroyed) it is the kept shape's sender, with no
         checks and no lookup; after one, its next call goes through the checks again."""
-        held: Held = [None, -1]  # the sender, the epoch it was made in
+        held: Held = [None, -1, None]  # the sender, the epoch it was made in, its shape
         runtime = self._runtime
 
         def launch() -> int:
-            sender, epoch = held
-            if sender is None or epoch != self._epoch:
-                position = self._launch_checked(name, block_dim, args, op_name, held)
+            sender, epoch, shape = held
+            if sender is None or epoch != self._epoch or shape.generation != GENERATION[0]:  # type: ignore[attr-defined]
+                position = self._launch_checked(name, block_dim, args, op_name, held)  # and a new sender
             else:
                 position = sender()  # type: ignore[operator]
             if op_name is not None and runtime.api_records is not None:
@@ -240,7 +244,6 @@ class Launcher:
         else:
             self._send(sqe, now)
         shape.last_use = position
-        stream.tail = position + 1
         self._shapes.move_to_end(key)
         return position
 
@@ -252,7 +255,7 @@ class Launcher:
         if sender is None:
             sender = self.senders[key] = self._sender(key, shape, name, block_dim, args)
         if held is not None:
-            held[:] = sender, self._epoch
+            held[:] = sender, self._epoch, shape
 
     def _sender(
         self, key: LaunchKey, shape: Shape, name: str, block_dim: int, args: tuple[ParamValue, ...]
@@ -269,7 +272,7 @@ class Launcher:
             lock.wait_for_token,
             lock.wake_waiter,
         )
-        stream, clock, send = self._stream, self._clock, self._send_template
+        clock, send = self._clock, self._send_template
         prefix, suffix, param_va, launch_ns = shape.prefix, shape.suffix, shape.param_va, self._launch_ns
         used, checked = self._shapes.move_to_end, self._launch_checked
 
@@ -282,7 +285,6 @@ class Launcher:
                 if shape.generation == GENERATION[0]:
                     now = clock.now_ns = clock.now_ns + launch_ns
                     position = send(prefix, suffix, now)
-                    stream.tail = position + 1
                     if param_va:
                         shape.last_use = position
                         used(key)

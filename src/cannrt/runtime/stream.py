@@ -79,7 +79,6 @@ class Stream:
         self.depth: int = runtime.settings.chip.sq_depth
         self._ring = self._driver.sq_map(self.device_id, self.sq_id)
         self._send = self._ring.send
-        self.tail = 0  # tasks submitted (monotonic): the position of the next one
         self._submit_lock = SubmitLock()  # one producer at a time: task ids, argument slots, ring
         self.launcher = Launcher(self, self._ring, self._clock, self._costs.launch_ns, self._submit_lock)
         self.destroyed = False
@@ -89,6 +88,11 @@ class Stream:
         self._poll_streak = 0  # consecutive not-ready queries
         # host memory that queued tasks read or write: (position of the last such task, owner)
         self._held: list[tuple[int, object]] = []
+
+    @property
+    def tail(self) -> int:
+        """Tasks submitted (monotonic): the position of the next one (the ring's write position)."""
+        return self._ring.tail
 
     def __repr__(self) -> str:
         kind = "default " if self.is_default else ""
@@ -108,7 +112,7 @@ class Stream:
             position = self.tail
             sqe = pack(position)
             now = self._clock.now_ns = self._clock.now_ns + host_ns
-            self.tail = self._send(sqe, now) + 1
+            self._send(sqe, now)
         return position
 
     def submit_event(self, sqe_type: int, event_id: int, mode: int, value: int) -> int:
