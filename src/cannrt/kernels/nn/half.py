@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,25 +23,35 @@ SLAB = 1 << 18  # elements per item of a parallel conversion
 PARALLEL_MIN = 1 << 19  # arrays at least this large are converted on both threads
 
 
-def _widen(bits: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
-    for i in range(bits.shape[0]):
-        for j in range(bits.shape[1]):
-            out[i, j] = table[bits[i, j]]
+def _widen(bits: np.ndarray, bstride: int, table: np.ndarray, out: np.ndarray, ostride: int, shape: Any) -> None:
+    rows, cols = shape
+    for i in range(rows):
+        source, target = bits[i * bstride : i * bstride + cols], out[i * ostride : i * ostride + cols]
+        for j in range(cols):
+            target[j] = table[source[j]]
 
 
-def _narrow(value: np.ndarray, bits: np.ndarray, out: np.ndarray) -> None:
-    for i in range(value.shape[0]):
-        for j in range(value.shape[1]):
-            u = np.int64(bits[i, j])
+def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, shape: Any) -> None:
+    rows, cols = shape
+    for i in range(rows):
+        source, target = bits[i * vstride : i * vstride + cols], out[i * ostride : i * ostride + cols]
+        for j in range(cols):
+            u = np.int64(source[j])
             sign = (u >> 16) & 0x8000
             a = u & 0x7FFFFFFF
             if a >= 0x47800000:  # |v| >= 2**16, inf or NaN
                 h = np.int64(0x7E00 if a > 0x7F800000 else 0x7C00)
-            elif a < 0x38800000:  # below the smallest normal fp16 (2**-14): a subnormal or zero
-                h = np.int64(np.rint(np.abs(np.float64(value[i, j])) * 16777216.0))
+            elif a < 0x38800000:  # below the smallest normal fp16 (2**-14): |v| * 2**24 rounded to even
+                e = a >> 23
+                shift = np.int64(126) - e  # |v| * 2**24 = mantissa * 2**-shift, shift >= 14
+                if shift > 31:
+                    shift = np.int64(31)
+                m = ((a & 0x7FFFFF) | 0x800000) if e else np.int64(0)
+                q, rem, half = m >> shift, m & ((1 << shift) - 1), np.int64(1) << (shift - 1)
+                h = q + (1 if rem > half or (rem == half and q & 1) else 0)
             else:  # rebias the exponent, round the 13 dropped bits to nearest even
                 h = (a - 0x38000000 + 0xFFF + ((a >> 13) & 1)) >> 13
-            out[i, j] = np.uint16(sign | h)
+            target[j] = np.uint16(sign | h)
 
 
 _compiled: dict[str, Callable[..., None]] = {}
@@ -62,45 +73,52 @@ def _kernel(name: str) -> Callable[..., None]:
     return kernel
 
 
-def _widen_table(bits: np.ndarray, out: np.ndarray) -> None:
-    _kernel("_widen")(bits, TABLE, out)
-
-
-def _narrow_bits(value: np.ndarray, bits: np.ndarray, out: np.ndarray) -> None:
-    _kernel("_narrow")(value, bits, out)
-
-
 def _rows(x: np.ndarray) -> np.ndarray:
     """x as a 2-D view, leading axes merged (x is _viewable)."""
     if x.ndim == 2:
         return x
-    if x.ndim < 2:
-        return x.reshape(1, -1)
-    return x.reshape(-1, x.shape[-1])
+    return x.reshape(1, -1) if x.ndim < 2 else x.reshape(-1, x.shape[-1])
 
 
-def _slabs(rows: int, cols: int) -> list[tuple[int, int]]:
-    step = max(1, SLAB // max(1, cols))
-    return [(r, min(r + step, rows)) for r in range(0, rows, step)]
-
-
-def _run(kernel: Callable[..., None], arrays: tuple[np.ndarray, ...]) -> None:
-    rows, cols = arrays[0].shape
-    if rows * cols < PARALLEL_MIN:
-        kernel(*arrays)
-        return
-    parts = _slabs(rows, cols)
-
-    def part(index: int) -> None:
-        start, stop = parts[index]
-        kernel(*(a[start:stop] for a in arrays))
-
-    blas.parallel_for(len(parts), part)
+def _span(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """A 2-D view with unit column stride as a contiguous 1-D view from its first element to
+    its last, and its row stride in elements: numba's loops then index contiguous memory
+    (vectorised) instead of a strided array."""
+    rows, cols = x.shape
+    stride = x.strides[0] // x.itemsize if rows > 1 else cols
+    length = (rows - 1) * stride + cols
+    return np.lib.stride_tricks.as_strided(x, (length,), (x.itemsize,)), stride
 
 
 def _viewable(x: np.ndarray) -> bool:
-    """x reshapes to 2-D rows without a copy (C-contiguous, or 2-D with unit column stride)."""
-    return x.flags.c_contiguous or (x.ndim == 2 and x.strides[1] == x.itemsize)
+    """x reshapes to 2-D rows with unit column stride without a copy."""
+    if x.flags.c_contiguous:
+        return True
+    rows_apart = x.strides[0] % x.itemsize == 0 and x.strides[0] >= x.shape[1] * x.itemsize
+    return x.ndim == 2 and x.strides[1] == x.itemsize and rows_apart
+
+
+def _run(kernel: str, arrays: tuple[np.ndarray, ...], pass_bits: bool) -> None:
+    """kernel over the rows of the 2-D views `arrays` (source, destination), in slabs of rows
+    on both threads for large ones."""
+    source, target = arrays
+    rows, cols = source.shape
+    (src, sstride), (dst, dstride) = _span(source), _span(target)
+    function = _kernel(kernel)
+
+    def rows_between(start: int, stop: int) -> None:
+        a, b = src[start * sstride :], dst[start * dstride :]
+        if pass_bits:
+            function(a, sstride, b, dstride, (stop - start, cols))
+        else:
+            function(a, sstride, TABLE, b, dstride, (stop - start, cols))
+
+    if rows * cols < PARALLEL_MIN or rows < 2:
+        rows_between(0, rows)
+        return
+    step = max(1, SLAB // max(1, cols))
+    parts = [(r, min(r + step, rows)) for r in range(0, rows, step)]
+    blas.parallel_for(len(parts), lambda index: rows_between(*parts[index]))
 
 
 def widen(x: np.ndarray) -> np.ndarray:
@@ -118,7 +136,7 @@ def widen_into(out: np.ndarray, x: np.ndarray) -> None:
         np.copyto(out, x, casting="unsafe")
         return
     if x.size:
-        _run(_widen_table, (_rows(x.view(np.uint16)), _rows(out)))
+        _run("_widen", (_rows(x.view(np.uint16)), _rows(out)), pass_bits=False)
 
 
 def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
@@ -127,5 +145,4 @@ def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
         np.copyto(out, value, casting="unsafe")
         return
     if value.size:
-        rows = _rows(value)
-        _run(_narrow_bits, (rows, rows.view(np.uint32), _rows(out.view(np.uint16))))
+        _run("_narrow", (_rows(value.view(np.uint32)), _rows(out.view(np.uint16))), pass_bits=True)
