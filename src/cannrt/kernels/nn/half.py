@@ -9,13 +9,13 @@ Both release the GIL, and large arrays are converted in slabs on both host threa
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from cannrt.kernels.nn import blas
+from cannrt.kernels.nn.jit import jit
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
@@ -23,6 +23,7 @@ SLAB = 1 << 18  # elements per item of a parallel conversion
 PARALLEL_MIN = 1 << 19  # arrays at least this large are converted on both threads
 
 
+@jit
 def _widen(bits: np.ndarray, bstride: int, table: np.ndarray, out: np.ndarray, ostride: int, shape: Any) -> None:
     rows, cols = shape
     for i in range(rows):
@@ -31,6 +32,7 @@ def _widen(bits: np.ndarray, bstride: int, table: np.ndarray, out: np.ndarray, o
             target[j] = table[source[j]]
 
 
+@jit
 def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, shape: Any) -> None:
     rows, cols = shape
     for i in range(rows):
@@ -52,25 +54,6 @@ def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, shape
             else:  # rebias the exponent, round the 13 dropped bits to nearest even
                 h = (a - 0x38000000 + 0xFFF + ((a >> 13) & 1)) >> 13
             target[j] = np.uint16(sign | h)
-
-
-_compiled: dict[str, Callable[..., None]] = {}
-_lock = threading.Lock()
-
-
-def _kernel(name: str) -> Callable[..., None]:
-    """The numba-compiled loop (compiled, or loaded from numba's cache, at its first use: numba
-    is imported only by the kernels that convert fp16)."""
-    kernel = _compiled.get(name)
-    if kernel is None:
-        with _lock:
-            if not _compiled:
-                import numba
-
-                for function in (_widen, _narrow):
-                    _compiled[function.__name__] = numba.njit(cache=True, nogil=True)(function)
-            kernel = _compiled[name]
-    return kernel
 
 
 def _rows(x: np.ndarray) -> np.ndarray:
@@ -98,13 +81,12 @@ def _viewable(x: np.ndarray) -> bool:
     return x.ndim == 2 and x.strides[1] == x.itemsize and rows_apart
 
 
-def _run(kernel: str, arrays: tuple[np.ndarray, ...], pass_bits: bool) -> None:
+def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bits: bool) -> None:
     """kernel over the rows of the 2-D views `arrays` (source, destination), in slabs of rows
     on both threads for large ones."""
     source, target = arrays
     rows, cols = source.shape
     (src, sstride), (dst, dstride) = _span(source), _span(target)
-    function = _kernel(kernel)
 
     def rows_between(start: int, stop: int) -> None:
         a, b = src[start * sstride :], dst[start * dstride :]
@@ -136,7 +118,7 @@ def widen_into(out: np.ndarray, x: np.ndarray) -> None:
         np.copyto(out, x, casting="unsafe")
         return
     if x.size:
-        _run("_widen", (_rows(x.view(np.uint16)), _rows(out)), pass_bits=False)
+        _run(_widen, (_rows(x.view(np.uint16)), _rows(out)), pass_bits=False)
 
 
 def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
@@ -145,4 +127,4 @@ def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
         np.copyto(out, value, casting="unsafe")
         return
     if value.size:
-        _run("_narrow", (_rows(value.view(np.uint32)), _rows(out.view(np.uint16))), pass_bits=True)
+        _run(_narrow, (_rows(value.view(np.uint32)), _rows(out.view(np.uint16))), pass_bits=True)
