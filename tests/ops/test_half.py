@@ -64,3 +64,13 @@ def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:
     half.narrow_into(out, np.arange(24, dtype=np.float64).reshape(4, 2, 3))
     assert np.array_equal(out, np.arange(24).reshape(4, 2, 3))
     assert half.widen(np.ones(3, np.float32)).dtype == np.float32
+
+
+def test_relu_on_the_bits_is_numpys_maximum_for_every_fp16_value() -> None:
+    out = np.empty_like(EVERY_HALF)
+    assert half.relu_into(out, EVERY_HALF)
+    expected = np.maximum(EVERY_HALF.astype(np.float32), 0).astype(np.float16)
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(out), nan) and np.array_equal(out[~nan], expected[~nan])
+    assert not np.signbit(out[~nan]).any()  # -0 and every negative become +0
+    assert not half.relu_into(np.empty(4, np.float32), np.ones(4, np.float32))

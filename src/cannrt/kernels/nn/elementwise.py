@@ -25,6 +25,7 @@ from cannrt.kernels.nn.common import (
     sigmoid,
     store,
 )
+from cannrt.kernels.nn.half import relu_into
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError
 
 Unary = Callable[..., np.ndarray]
@@ -115,6 +116,8 @@ def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
     def compute(x: np.ndarray, y: np.ndarray, *params: float) -> None:
         with np.errstate(all="ignore"):
             own = x.dtype in COMPUTE_DTYPES or (name == "relu" and x.dtype.kind in "iu")
+            if name == "relu" and relu_into(y, x):  # fp16: on the bits
+                return
             if direct is not None and x.dtype == y.dtype and own:
                 direct(x, y)
                 return

@@ -56,6 +56,24 @@ def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, shape
             target[j] = np.uint16(sign | h)
 
 
+@jit
+def _relu_bits(bits: np.ndarray, out: np.ndarray) -> None:
+    for i in range(bits.shape[0]):
+        b = bits[i]
+        negative = (b & 0x8000) != 0 and (b & 0x7FFF) <= 0x7C00  # below zero (or -0, -inf), not NaN
+        out[i] = 0 if negative else b
+
+
+def relu_into(out: np.ndarray, x: np.ndarray) -> bool:
+    """out = max(x, 0) for C-contiguous fp16 arrays of one shape, on the bits (exact: NaN kept,
+    -0 to +0); False (nothing written) for anything else."""
+    if not (x.dtype == out.dtype == F16 and x.shape == out.shape and x.flags.c_contiguous and out.flags.c_contiguous):
+        return False
+    if x.size:
+        _relu_bits(x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16))
+    return True
+
+
 def _rows(x: np.ndarray) -> np.ndarray:
     """x as a 2-D view, leading axes merged (x is _viewable)."""
     if x.ndim == 2:
