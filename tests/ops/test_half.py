@@ -74,3 +74,19 @@ def test_relu_on_the_bits_is_numpys_maximum_for_every_fp16_value() -> None:
     assert np.array_equal(np.isnan(out), nan) and np.array_equal(out[~nan], expected[~nan])
     assert not np.signbit(out[~nan]).any()  # -0 and every negative become +0
     assert not half.relu_into(np.empty(4, np.float32), np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("name, ufunc", [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                                         ("max", np.maximum), ("min", np.minimum)])  # fmt: skip
+def test_fused_binary_ops_match_numpys_fp16_ufuncs(name: str, ufunc: np.ufunc) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 1 << 16, 1 << 16, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    b = EVERY_HALF.copy()
+    out = np.empty_like(a)
+    assert half.binary_into(name, out, a, b)
+    with np.errstate(all="ignore"):
+        expected = ufunc(a, b)
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(out), nan) and np.array_equal(out[~nan], expected[~nan])
+    assert not half.binary_into(name, out, a, b.astype(np.float32))  # only fp16 operands
+    assert not half.binary_into("div", out, a, b)  # only the ops it knows

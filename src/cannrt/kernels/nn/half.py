@@ -74,6 +74,43 @@ def relu_into(out: np.ndarray, x: np.ndarray) -> bool:
     return True
 
 
+BINARY_CODES = {"add": 0, "sub": 1, "mul": 2, "max": 3, "min": 4}
+
+
+@jit
+def _binary_wide(code: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        x, y = table[a[i]], table[b[i]]
+        if code == 0:
+            r = x + y
+        elif code == 1:
+            r = x - y
+        elif code == 2:
+            r = x * y
+        elif x != x or y != y:  # max / min propagate NaN, as numpy's do
+            r = x + y
+        elif code == 3:
+            r = x if x >= y else y
+        else:
+            r = x if x <= y else y
+        out[i] = r
+
+
+def binary_into(name: str, out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """out = a <name> b for C-contiguous fp16 arrays of one shape (name in BINARY_CODES): the
+    operands widened and combined in one fp32 pass, then narrowed once (numpy's fp16 ufuncs
+    compute the same way, in scalar loops); False (nothing written) for anything else."""
+    code = BINARY_CODES.get(name)
+    arrays = (out, a, b)
+    if code is None or any(v.dtype != F16 or v.shape != out.shape or not v.flags.c_contiguous for v in arrays):
+        return False
+    if out.size:
+        wide = np.empty(out.shape, F32)
+        _binary_wide(code, a.reshape(-1).view(np.uint16), b.reshape(-1).view(np.uint16), TABLE, wide.reshape(-1))
+        narrow_into(out, wide)
+    return True
+
+
 def _rows(x: np.ndarray) -> np.ndarray:
     """x as a 2-D view, leading axes merged (x is _viewable)."""
     if x.ndim == 2:
