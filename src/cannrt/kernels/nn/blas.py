@@ -15,7 +15,7 @@ kernel (bands of a convolution's output, channel slabs of a pooling) to the call
 one helper thread, both pulling the next item from one shared counter. A helper that the
 scheduler does not start (a loaded machine) costs nothing: the caller runs every item and
 withdraws the helper's job instead of waiting for it; one descheduled while it holds an item
-makes the caller wait, and after such a stall kernels run on the caller alone for a while.
+makes the caller wait, and after such a stall kernels run on the caller alone for a second.
 """
 
 from __future__ import annotations
@@ -62,14 +62,14 @@ def _helper() -> ThreadPoolExecutor:
 
 STALL_SHARE = 0.3  # the caller waited this share of a shared kernel for the helper: the host is loaded
 STALL_MIN_S = 2e-4  # ... and at least this long (shorter waits are the last item's own length)
-BACKOFF_CALLS = 64  # after a stall, this many kernels run on the caller alone before the helper is tried again
-_backoff = [0]
+BACKOFF_S = 1.0  # after a stall, kernels run on the caller alone for this long before the helper is tried again
+_backoff = [0.0]  # perf_counter() until which kernels run on the caller alone
 STALLS = [0]  # stalls seen so far (tests read it)
 
 
 def reset_backoff() -> None:
     """Try the helper again on the next kernel (tests start from this state)."""
-    _backoff[0] = 0
+    _backoff[0] = 0.0
 
 
 def parallel_for(count: int, body: Callable[[int], None]) -> None:
@@ -78,11 +78,10 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
     after both stopped.
 
     On a loaded host the helper may be descheduled while it holds an item, and the caller can
-    only wait: when that wait is a large share of the kernel (the helper got no core), the next
-    BACKOFF_CALLS kernels run on the caller alone, then the helper is tried again."""
-    if count <= 1 or _backoff[0] > 0:
-        if count > 1:
-            _backoff[0] -= 1
+    only wait: when that wait is a large share of the kernel (the helper got no core), kernels
+    run on the caller alone for BACKOFF_S (a loaded spell lasts seconds), then the helper is
+    tried again."""
+    if count <= 1 or (_backoff[0] and time.perf_counter() < _backoff[0]):
         for index in range(count):
             body(index)
         return
@@ -106,7 +105,7 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
     waited, total = time.perf_counter() - mine, time.perf_counter() - started
     if waited > STALL_MIN_S and waited > STALL_SHARE * total:
         STALLS[0] += 1
-        _backoff[0] = BACKOFF_CALLS
+        _backoff[0] = time.perf_counter() + BACKOFF_S
 
 
 def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
