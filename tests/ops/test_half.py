@@ -57,6 +57,14 @@ def test_2d_views_with_a_row_stride_convert_in_place(mode: str) -> None:
     _same(wide[:, 100:200], frame[:, 100:200].astype(np.float32))
 
 
+def test_a_1x1_kernels_shape_converts_as_one_row(mode: str) -> None:
+    weights = EVERY_HALF.reshape(4096, 16, 1, 1)
+    _same(half.widen(weights), weights.astype(np.float32))
+    out = np.empty(weights.shape, np.float16)
+    half.narrow_into(out, weights.astype(np.float32))
+    _same(out, weights)
+
+
 def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:
     x = np.arange(24, dtype=np.float16).reshape(2, 3, 4).transpose(2, 0, 1)
     _same(half.widen(x), x.astype(np.float32))
