@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 from threadpoolctl import ThreadpoolController
 
 KERNEL_BLAS_THREADS = 1
@@ -106,23 +105,3 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
     if waited > STALL_MIN_S and waited > STALL_SHARE * total:
         STALLS[0] += 1
         _backoff[0] = time.perf_counter() + BACKOFF_S
-
-
-def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out = a @ b for a 2-D a (m x k) and b (k x n), out a 2-D view with unit column stride:
-    large products split their columns (b's and out's) between the calling thread and the
-    helper, each half on single-threaded BLAS. Columns, not rows: each thread then packs only
-    its own half of b, and a thin a (few output channels) stays one efficient product."""
-    m, k = a.shape
-    n = b.shape[1]
-    if 2.0 * m * k * n < SPLIT_FLOPS or n < 64:
-        np.matmul(a, b, out=out)
-        return
-    half = n // 2
-    bounds = ((0, half), (half, n))
-
-    def part(index: int) -> None:
-        start, stop = bounds[index]
-        np.matmul(a, b[:, start:stop], out=out[:, start:stop])
-
-    parallel_for(2, part)
