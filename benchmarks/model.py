@@ -9,16 +9,24 @@ modelled device time; feature-map bytes planned against the unplanned sum and th
 
 The shipped weights are ConstantOfShape fills of 0.02; tests/graph/light_models.py (the shared
 fixture) replaces them by seeded random initialisers chosen by role, so outputs are not degenerate.
+With --breakdown, a second table per model splits the wall time of an execute into the kernels'
+numpy compute per op (kernel name and the shapes of its first two arguments: each conv shape
+on its own row) and the rest (task replay, the device simulation, waits), measured by timing
+every kernel's compute function (registry replaced for the run, the numbers are the kernels').
 Run: python3 benchmarks/model.py [--runs N] [--models resnet50,squeezenet,densenet121]
+     [--precision force_fp16] [--breakdown [--top K]]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +37,7 @@ from rich.table import Table
 import cannrt
 from cannrt.api.model import Model
 from cannrt.graph import CompileOptions, compile_model
+from cannrt.kernels import registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "graph"))
 import light_models
@@ -52,9 +61,49 @@ class Row:
     unplanned: int
     bound: int
     max_diff: float
+    mean_ms: float = 0.0  # mean wall time of an execute (the breakdown's kernel times are means)
+    kernels: dict[tuple[str, str], float] = field(default_factory=dict)  # (op, shapes) -> ms per execute
+    calls: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
-def measure(name: str, runs: int, precision: str) -> Row:
+class KernelClock:
+    """Times every kernel's compute function (wall, on whichever thread runs it) by op and shapes."""
+
+    def __init__(self) -> None:
+        self.seconds: collections.defaultdict[tuple[str, str], float] = collections.defaultdict(float)
+        self.calls: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.on = False
+
+    def wrap(self, kernel: registry.Kernel) -> registry.Kernel:
+        inner = kernel.compute
+        op = kernel.name.removeprefix("nn.")
+
+        def compute(*args: object) -> None:
+            if not self.on:
+                inner(*args)
+                return
+            began = time.perf_counter()
+            inner(*args)
+            shapes = " ".join(str(tuple(a.shape)) for a in args[:2] if isinstance(a, np.ndarray))
+            key = (op, f"{shapes} {getattr(args[0], 'dtype', '')}")
+            self.seconds[key] += time.perf_counter() - began
+            self.calls[key] += 1
+
+        return registry.Kernel(kernel.name, compute, kernel.work, kernel.check, kernel.outputs, kernel.core_kind)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        originals = [registry.get_kernel(name) for name in registry.kernel_names()]
+        for kernel in originals:
+            registry.register_kernel(self.wrap(kernel), replace=True)
+        try:
+            yield
+        finally:
+            for kernel in originals:
+                registry.register_kernel(kernel, replace=True)
+
+
+def measure(name: str, runs: int, precision: str, clock: KernelClock | None = None) -> Row:
     model = light_models.load(name)
     started = time.perf_counter()
     offline = compile_model(model, CompileOptions(precision_mode=precision))
@@ -67,6 +116,10 @@ def measure(name: str, runs: int, precision: str) -> Row:
     reference = session.run(None, feeds)[0]
     ours = runner(**feeds)[0]
     cannrt_s, ort_s, host_s = [], [], []
+    if clock is not None:
+        clock.seconds.clear()
+        clock.calls.clear()
+        clock.on = True
     for _ in range(runs):  # interleaved: both see the same machine load
         runner(**feeds)
         cannrt_s.append(runner.stats.wall_s)
@@ -74,15 +127,43 @@ def measure(name: str, runs: int, precision: str) -> Row:
         began = time.perf_counter()
         session.run(None, feeds)
         ort_s.append(time.perf_counter() - began)
+    if clock is not None:
+        clock.on = False
     figures = runner.feature_map_bytes()
     device_ns = runner.stats.device_ns
     runner.close()
     diff = float(np.max(np.abs(ours.astype(np.float64) - reference.astype(np.float64))))
-    return Row(
+    row = Row(
         name, compile_s, statistics.median(cannrt_s) * 1e3, statistics.median(ort_s) * 1e3,
         statistics.median(host_s) * 1e3, device_ns / 1e6, figures.planned, figures.unplanned,
         figures.lower_bound, diff,
     )  # fmt: skip
+    if clock is not None:
+        row.mean_ms = statistics.fmean(cannrt_s) * 1e3
+        row.kernels = {key: seconds * 1e3 / runs for key, seconds in clock.seconds.items()}
+        row.calls = {key: count // runs for key, count in clock.calls.items()}
+    return row
+
+
+def breakdown(row: Row, top: int, precision: str) -> Table:
+    """Where an execute's wall time goes: kernel compute per op, per shape, and the rest."""
+    mean_wall = row.mean_ms  # kernel times are means over the runs, so is this
+    table = Table(title=f"{row.name} ({precision}): mean wall {mean_wall:.1f} ms per execute, by kernel compute")
+    for column in ("op", "shapes (first two arguments), dtype", "calls", "ms per execute", "share of wall"):
+        table.add_column(column, justify="left" if column.startswith(("op", "shapes")) else "right")
+    per_op: collections.defaultdict[str, float] = collections.defaultdict(float)
+    for (op, _), ms in row.kernels.items():
+        per_op[op] += ms
+    kernel_ms = sum(per_op.values())
+    for op, ms in sorted(per_op.items(), key=lambda kv: -kv[1]):
+        calls = sum(n for (o, _), n in row.calls.items() if o == op)
+        table.add_row(op, "(all)", str(calls), f"{ms:.2f}", f"{ms / mean_wall:.1%}")
+    table.add_row("[bold]kernels[/bold]", "", "", f"{kernel_ms:.2f}", f"{kernel_ms / mean_wall:.1%}")
+    rest = mean_wall - kernel_ms
+    table.add_row("[bold]rest[/bold]", "replay, simulation, waits", "", f"{rest:.2f}", f"{rest / mean_wall:.1%}")
+    for (op, shapes), ms in sorted(row.kernels.items(), key=lambda kv: -kv[1])[:top]:
+        table.add_row(op, shapes, str(row.calls[(op, shapes)]), f"{ms:.2f}", f"{ms / mean_wall:.1%}")
+    return table
 
 
 def _mark(ok: bool) -> str:
@@ -94,9 +175,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--precision", default="force_fp32", help="atc --precision_mode of the build")
+    parser.add_argument("--breakdown", action="store_true", help="also time every kernel (its own table)")
+    parser.add_argument("--top", type=int, default=12, help="kernel shapes listed per model with --breakdown")
     args = parser.parse_args()
     cannrt.reset_runtime()
-    rows = [measure(name, args.runs, args.precision) for name in args.models.split(",")]
+    clock = KernelClock() if args.breakdown else None
+    with clock.installed() if clock is not None else nullcontext():
+        rows = [measure(name, args.runs, args.precision, clock) for name in args.models.split(",")]
     table = Table(title=f"cannrt.Model vs onnxruntime CPU, median of {args.runs} runs ({args.precision})")
     for column in (
         "model", "compile s", "cannrt ms", "onnxruntime ms", "ratio", "host ms", "host %", "device ms (modelled)",
@@ -121,7 +206,11 @@ def main() -> None:
             f"{over:.4f} {_mark(over <= GOAL_PLAN_OVER_BOUND)}",
             f"{r.max_diff:.2e}",
         )
-    Console(width=240).print(table)
+    console = Console(width=240)
+    console.print(table)
+    if clock is not None:
+        for r in rows:
+            console.print(breakdown(r, args.top, args.precision))
 
 
 if __name__ == "__main__":

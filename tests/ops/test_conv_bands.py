@@ -4,6 +4,8 @@ that both host threads compute straight into the output: every cut gives onnxrun
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -94,3 +96,24 @@ def test_parallel_for_runs_every_item_once() -> None:
     seen: list[int] = []
     blas.parallel_for(100, seen.append)
     assert sorted(seen) == list(range(100))
+
+
+def test_a_stalled_helper_makes_the_next_kernels_run_on_the_caller() -> None:
+    started = threading.Event()
+
+    def body(index: int) -> None:  # the helper's item outlasts the caller's: the caller waits
+        if threading.current_thread().name.startswith("cannrt-kernel-blas"):
+            started.set()
+            time.sleep(0.02)
+        else:
+            assert started.wait(10)
+
+    stalls, splits = blas.STALLS[0], blas.SPLITS[0]
+    blas.parallel_for(2, body)
+    assert blas.STALLS[0] == stalls + 1 and blas.SPLITS[0] == splits + 1
+    threads: list[str] = []
+    blas.parallel_for(4, lambda index: threads.append(threading.current_thread().name))
+    assert threads == [threading.current_thread().name] * 4 and blas.SPLITS[0] == splits + 1
+    blas.reset_backoff()
+    blas.parallel_for(2, lambda index: None)
+    assert blas.SPLITS[0] == splits + 2

@@ -57,6 +57,14 @@ def test_2d_views_with_a_row_stride_convert_in_place(mode: str) -> None:
     _same(wide[:, 100:200], frame[:, 100:200].astype(np.float32))
 
 
+def test_a_1x1_kernels_shape_converts_as_one_row(mode: str) -> None:
+    weights = EVERY_HALF.reshape(4096, 16, 1, 1)
+    _same(half.widen(weights), weights.astype(np.float32))
+    out = np.empty(weights.shape, np.float16)
+    half.narrow_into(out, weights.astype(np.float32))
+    _same(out, weights)
+
+
 def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:
     x = np.arange(24, dtype=np.float16).reshape(2, 3, 4).transpose(2, 0, 1)
     _same(half.widen(x), x.astype(np.float32))
@@ -64,3 +72,29 @@ def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:
     half.narrow_into(out, np.arange(24, dtype=np.float64).reshape(4, 2, 3))
     assert np.array_equal(out, np.arange(24).reshape(4, 2, 3))
     assert half.widen(np.ones(3, np.float32)).dtype == np.float32
+
+
+def test_relu_on_the_bits_is_numpys_maximum_for_every_fp16_value() -> None:
+    out = np.empty_like(EVERY_HALF)
+    assert half.relu_into(out, EVERY_HALF)
+    expected = np.maximum(EVERY_HALF.astype(np.float32), 0).astype(np.float16)
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(out), nan) and np.array_equal(out[~nan], expected[~nan])
+    assert not np.signbit(out[~nan]).any()  # -0 and every negative become +0
+    assert not half.relu_into(np.empty(4, np.float32), np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("name, ufunc", [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                                         ("max", np.maximum), ("min", np.minimum)])  # fmt: skip
+def test_fused_binary_ops_match_numpys_fp16_ufuncs(name: str, ufunc: np.ufunc) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 1 << 16, 1 << 16, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    b = EVERY_HALF.copy()
+    out = np.empty_like(a)
+    assert half.binary_into(name, out, a, b)
+    with np.errstate(all="ignore"):
+        expected = ufunc(a, b)
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(out), nan) and np.array_equal(out[~nan], expected[~nan])
+    assert not half.binary_into(name, out, a, b.astype(np.float32))  # only fp16 operands
+    assert not half.binary_into("div", out, a, b)  # only the ops it knows

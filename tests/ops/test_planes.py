@@ -61,3 +61,22 @@ def test_batchnorm_in_halves_matches_onnxruntime(rt: Runtime, dtype: type) -> No
     assert blas.SPLITS[0] == before + 1 and got.dtype == dtype
     tolerance = 1e-5 if dtype == np.float32 else 4e-3
     np.testing.assert_allclose(got.astype(np.float32), expected[0].astype(np.float32), rtol=tolerance, atol=tolerance)
+
+
+@pytest.mark.parametrize("shape", [(1, 128, 45, 47), (1, 6, 5, 5), (2, 6, 5, 5), (1, 6)])
+def test_batchnorm_with_a_fused_relu_is_the_formula_nan_included(shape: tuple[int, ...]) -> None:
+    from cannrt.kernels.nn.common import ACT_RELU
+    from cannrt.kernels.registry import get_kernel
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x.reshape(-1)[::97] = np.nan
+    channels = shape[1]
+    scale, bias, mean = (rng.standard_normal(channels).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 1.5, channels).astype(np.float32)
+    y = np.empty_like(x)
+    get_kernel("nn.batchnorm").compute(x, scale, bias, mean, var, y, 1e-5, ACT_RELU, 0.0, 0.0)
+    factor = scale / np.sqrt(var + np.float32(1e-5))
+    axes = (-1, *([1] * (len(shape) - 2)))
+    expected = np.maximum(x * factor.reshape(axes) + (bias - mean * factor).reshape(axes), 0)
+    np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)  # assert_allclose matches NaN with NaN

@@ -13,18 +13,19 @@ and wakes its threads on every change.
 Large kernels still use both host cores, without spinning: `parallel_for` hands the items of a
 kernel (bands of a convolution's output, channel slabs of a pooling) to the calling thread and
 one helper thread, both pulling the next item from one shared counter. A helper that the
-scheduler does not run (a loaded machine) costs nothing: the caller runs every item and
-withdraws the helper's job instead of waiting for it.
+scheduler does not start (a loaded machine) costs nothing: the caller runs every item and
+withdraws the helper's job instead of waiting for it; one descheduled while it holds an item
+makes the caller wait, and after such a stall kernels run on the caller alone for a second.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 from threadpoolctl import ThreadpoolController
 
 KERNEL_BLAS_THREADS = 1
@@ -58,16 +59,33 @@ def _helper() -> ThreadPoolExecutor:
         return _pool[0]
 
 
+STALL_SHARE = 0.3  # the caller waited this share of a shared kernel for the helper: the host is loaded
+STALL_MIN_S = 2e-4  # ... and at least this long (shorter waits are the last item's own length)
+BACKOFF_S = 1.0  # after a stall, kernels run on the caller alone for this long before the helper is tried again
+_backoff = [0.0]  # perf_counter() until which kernels run on the caller alone
+STALLS = [0]  # stalls seen so far (tests read it)
+
+
+def reset_backoff() -> None:
+    """Try the helper again on the next kernel (tests start from this state)."""
+    _backoff[0] = 0.0
+
+
 def parallel_for(count: int, body: Callable[[int], None]) -> None:
     """body(i) for every i in range(count), on the calling thread and one helper: each takes the
     next index from a shared counter until none is left. An exception in either is raised here,
-    after both stopped."""
-    if count <= 1:
-        if count == 1:
-            body(0)
+    after both stopped.
+
+    On a loaded host the helper may be descheduled while it holds an item, and the caller can
+    only wait: when that wait is a large share of the kernel (the helper got no core), kernels
+    run on the caller alone for BACKOFF_S (a loaded spell lasts seconds), then the helper is
+    tried again."""
+    if count <= 1 or (_backoff[0] and time.perf_counter() < _backoff[0]):
+        for index in range(count):
+            body(index)
         return
     SPLITS[0] += 1
-    counter = itertools.count()  # next() on it is atomic: one bytecode-free C call
+    counter = itertools.count()  # next() on it is atomic: one C call under the GIL
 
     def drain() -> None:
         for index in counter:
@@ -75,29 +93,15 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
                 return
             body(index)
 
+    started = time.perf_counter()
     job = _helper().submit(drain)
     try:
         drain()
     finally:
+        mine = time.perf_counter()
         if not job.cancel():  # the helper started: it finishes the item it holds
             job.result()
-
-
-def matmul_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """out = a @ b for a 2-D a (m x k) and b (k x n), out a 2-D view with unit column stride:
-    large products split their columns (b's and out's) between the calling thread and the
-    helper, each half on single-threaded BLAS. Columns, not rows: each thread then packs only
-    its own half of b, and a thin a (few output channels) stays one efficient product."""
-    m, k = a.shape
-    n = b.shape[1]
-    if 2.0 * m * k * n < SPLIT_FLOPS or n < 64:
-        np.matmul(a, b, out=out)
-        return
-    half = n // 2
-    bounds = ((0, half), (half, n))
-
-    def part(index: int) -> None:
-        start, stop = bounds[index]
-        np.matmul(a, b[:, start:stop], out=out[:, start:stop])
-
-    parallel_for(2, part)
+    waited, total = time.perf_counter() - mine, time.perf_counter() - started
+    if waited > STALL_MIN_S and waited > STALL_SHARE * total:
+        STALLS[0] += 1
+        _backoff[0] = time.perf_counter() + BACKOFF_S

@@ -28,6 +28,7 @@ from cannrt.kernels.nn.common import (
     sigmoid,
     store,
 )
+from cannrt.kernels.nn.half import binary_into, relu_into
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError
 
 Unary = Callable[..., np.ndarray]
@@ -118,6 +119,8 @@ def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
     def compute(x: np.ndarray, y: np.ndarray, *params: float) -> None:
         with np.errstate(all="ignore"):
             own = x.dtype in COMPUTE_DTYPES or (name == "relu" and x.dtype.kind in "iu")
+            if name == "relu" and relu_into(y, x):  # fp16: on the bits
+                return
             if direct is not None and x.dtype == y.dtype and own:
                 direct(x, y)
                 return
@@ -199,6 +202,8 @@ def _binary(name: str, function: Callable[..., np.ndarray], ints: int, ops: floa
     def compute(a: np.ndarray, b: np.ndarray, y: np.ndarray, *params: int) -> None:
         with np.errstate(all="ignore"):
             same = a.dtype == b.dtype == y.dtype
+            if direct is not None and binary_into(name, y, a, b):  # fp16 of one shape: one fused pass
+                return
             if direct is not None and same and a.dtype not in (np.bool_, F16):
                 direct(a, b, out=y)
                 return

@@ -1,20 +1,23 @@
 """fp16 <-> fp32 conversion at memory speed, for the kernels that compute fp16 tensors in fp32.
 
 numpy converts float16 one element at a time in scalar C (1.5 ns per element to fp32, 3 ns
-back on this project's machines, 10 ns for an fp16 add); here numba loops do it: widening reads
-a 65536-entry table (exact by construction), narrowing rounds to nearest even on the bits (the
-IEEE rule numpy's astype follows: overflow to inf, fp16 subnormals, NaN kept NaN with its sign).
+back on this project's machines, 10 ns for an fp16 add); here numba loops do it: widening moves
+the bits and rebiases with one exact multiply (a 65536-entry table would be exact too, but
+random weights miss its cache lines: 2.6 ns per element), narrowing rounds to nearest even on
+the bits (the IEEE rule numpy's astype follows: overflow to inf, fp16 subnormals, NaN kept NaN
+with its sign).
 Both release the GIL, and large arrays are converted in slabs on both host threads.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from cannrt.kernels.nn import blas
+from cannrt.kernels.nn.jit import jit
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
@@ -22,85 +25,157 @@ SLAB = 1 << 18  # elements per item of a parallel conversion
 PARALLEL_MIN = 1 << 19  # arrays at least this large are converted on both threads
 
 
-def _widen(bits: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
-    for i in range(bits.shape[0]):
-        for j in range(bits.shape[1]):
-            out[i, j] = table[bits[i, j]]
+@jit
+def _widen(bits: np.ndarray, bstride: int, out: np.ndarray, words: np.ndarray, ostride: int, shape: Any) -> None:
+    """words is out's memory as uint32: exponent and mantissa moved into place, one exact
+    multiply by 2**112 rebiases them (fp16 subnormals become fp32 normals), then inf / NaN get
+    the full exponent and every value its sign. Three plain loops: vectorised, no lookups."""
+    rows, cols = shape
+    scale = np.float32(2.0**112)
+    for i in range(rows):
+        source = bits[i * bstride : i * bstride + cols]
+        value, word = out[i * ostride : i * ostride + cols], words[i * ostride : i * ostride + cols]
+        for j in range(cols):
+            word[j] = np.uint32(source[j] & 0x7FFF) << 13
+        for j in range(cols):
+            value[j] *= scale
+        for j in range(cols):
+            h = np.uint32(source[j])
+            special = np.uint32(0x7F800000) if (h & 0x7C00) == 0x7C00 else np.uint32(0)
+            word[j] = word[j] | special | ((h & 0x8000) << 16)
 
 
-def _narrow(value: np.ndarray, bits: np.ndarray, out: np.ndarray) -> None:
-    for i in range(value.shape[0]):
-        for j in range(value.shape[1]):
-            u = np.int64(bits[i, j])
+@jit
+def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, shape: Any) -> None:
+    rows, cols = shape
+    for i in range(rows):
+        source, target = bits[i * vstride : i * vstride + cols], out[i * ostride : i * ostride + cols]
+        for j in range(cols):
+            u = np.int64(source[j])
             sign = (u >> 16) & 0x8000
             a = u & 0x7FFFFFFF
             if a >= 0x47800000:  # |v| >= 2**16, inf or NaN
                 h = np.int64(0x7E00 if a > 0x7F800000 else 0x7C00)
-            elif a < 0x38800000:  # below the smallest normal fp16 (2**-14): a subnormal or zero
-                h = np.int64(np.rint(np.abs(np.float64(value[i, j])) * 16777216.0))
+            elif a < 0x38800000:  # below the smallest normal fp16 (2**-14): |v| * 2**24 rounded to even
+                e = a >> 23
+                shift = np.int64(126) - e  # |v| * 2**24 = mantissa * 2**-shift, shift >= 14
+                if shift > 31:
+                    shift = np.int64(31)
+                m = ((a & 0x7FFFFF) | 0x800000) if e else np.int64(0)
+                q, rem, half = m >> shift, m & ((1 << shift) - 1), np.int64(1) << (shift - 1)
+                h = q + (1 if rem > half or (rem == half and q & 1) else 0)
             else:  # rebias the exponent, round the 13 dropped bits to nearest even
                 h = (a - 0x38000000 + 0xFFF + ((a >> 13) & 1)) >> 13
-            out[i, j] = np.uint16(sign | h)
+            target[j] = np.uint16(sign | h)
 
 
-_compiled: dict[str, Callable[..., None]] = {}
-_lock = threading.Lock()
+@jit
+def _relu_bits(bits: np.ndarray, out: np.ndarray) -> None:
+    for i in range(bits.shape[0]):
+        b = bits[i]
+        negative = (b & 0x8000) != 0 and (b & 0x7FFF) <= 0x7C00  # below zero (or -0, -inf), not NaN
+        out[i] = 0 if negative else b
 
 
-def _kernel(name: str) -> Callable[..., None]:
-    """The numba-compiled loop (compiled, or loaded from numba's cache, at its first use: numba
-    is imported only by the kernels that convert fp16)."""
-    kernel = _compiled.get(name)
-    if kernel is None:
-        with _lock:
-            if not _compiled:
-                import numba
-
-                for function in (_widen, _narrow):
-                    _compiled[function.__name__] = numba.njit(cache=True, nogil=True)(function)
-            kernel = _compiled[name]
-    return kernel
+def relu_into(out: np.ndarray, x: np.ndarray) -> bool:
+    """out = max(x, 0) for C-contiguous fp16 arrays of one shape, on the bits (exact: NaN kept,
+    -0 to +0); False (nothing written) for anything else."""
+    if not (x.dtype == out.dtype == F16 and x.shape == out.shape and x.flags.c_contiguous and out.flags.c_contiguous):
+        return False
+    if x.size:
+        _relu_bits(x.reshape(-1).view(np.uint16), out.reshape(-1).view(np.uint16))
+    return True
 
 
-def _widen_table(bits: np.ndarray, out: np.ndarray) -> None:
-    _kernel("_widen")(bits, TABLE, out)
+BINARY_CODES = {"add": 0, "sub": 1, "mul": 2, "max": 3, "min": 4}
 
 
-def _narrow_bits(value: np.ndarray, bits: np.ndarray, out: np.ndarray) -> None:
-    _kernel("_narrow")(value, bits, out)
+@jit
+def _binary_wide(code: int, a: np.ndarray, b: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        x, y = table[a[i]], table[b[i]]
+        if code == 0:
+            r = x + y
+        elif code == 1:
+            r = x - y
+        elif code == 2:
+            r = x * y
+        elif x != x or y != y:  # max / min propagate NaN, as numpy's do
+            r = x + y
+        elif code == 3:
+            r = x if x >= y else y
+        else:
+            r = x if x <= y else y
+        out[i] = r
 
 
-def _rows(x: np.ndarray) -> np.ndarray:
-    """x as a 2-D view, leading axes merged (x is _viewable)."""
-    if x.ndim == 2:
-        return x
-    if x.ndim < 2:
-        return x.reshape(1, -1)
-    return x.reshape(-1, x.shape[-1])
+def binary_into(name: str, out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """out = a <name> b for C-contiguous fp16 arrays of one shape (name in BINARY_CODES): the
+    operands widened and combined in one fp32 pass, then narrowed once (numpy's fp16 ufuncs
+    compute the same way, in scalar loops); False (nothing written) for anything else."""
+    code = BINARY_CODES.get(name)
+    arrays = (out, a, b)
+    if code is None or any(v.dtype != F16 or v.shape != out.shape or not v.flags.c_contiguous for v in arrays):
+        return False
+    if out.size:
+        wide = np.empty(out.shape, F32)
+        _binary_wide(code, a.reshape(-1).view(np.uint16), b.reshape(-1).view(np.uint16), TABLE, wide.reshape(-1))
+        narrow_into(out, wide)
+    return True
 
 
-def _slabs(rows: int, cols: int) -> list[tuple[int, int]]:
-    step = max(1, SLAB // max(1, cols))
-    return [(r, min(r + step, rows)) for r in range(0, rows, step)]
+def _rows(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The arrays (one shape, each _viewable) as 2-D views of one shape: a single row when all
+    are contiguous (short trailing axes such as a 1x1 kernel's would make many tiny rows), else
+    their rows."""
+    if all(a.flags.c_contiguous for a in arrays):
+        return tuple(a.reshape(1, -1) for a in arrays)
+    return tuple(a.reshape(-1, a.shape[-1]) for a in arrays)
 
 
-def _run(kernel: Callable[..., None], arrays: tuple[np.ndarray, ...]) -> None:
-    rows, cols = arrays[0].shape
-    if rows * cols < PARALLEL_MIN:
-        kernel(*arrays)
-        return
-    parts = _slabs(rows, cols)
-
-    def part(index: int) -> None:
-        start, stop = parts[index]
-        kernel(*(a[start:stop] for a in arrays))
-
-    blas.parallel_for(len(parts), part)
+def _span(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """A 2-D view with unit column stride as a contiguous 1-D view from its first element to
+    its last, and its row stride in elements: numba's loops then index contiguous memory
+    (vectorised) instead of a strided array."""
+    rows, cols = x.shape
+    stride = x.strides[0] // x.itemsize if rows > 1 else cols
+    length = (rows - 1) * stride + cols
+    return np.lib.stride_tricks.as_strided(x, (length,), (x.itemsize,)), stride
 
 
 def _viewable(x: np.ndarray) -> bool:
-    """x reshapes to 2-D rows without a copy (C-contiguous, or 2-D with unit column stride)."""
-    return x.flags.c_contiguous or (x.ndim == 2 and x.strides[1] == x.itemsize)
+    """x reshapes to 2-D rows with unit column stride without a copy."""
+    if x.flags.c_contiguous:
+        return True
+    rows_apart = x.strides[0] % x.itemsize == 0 and x.strides[0] >= x.shape[1] * x.itemsize
+    return x.ndim == 2 and x.strides[1] == x.itemsize and rows_apart
+
+
+def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bits: bool) -> None:
+    """kernel over the rows of the 2-D views `arrays` (source, destination), in slabs of rows
+    on both threads for large ones."""
+    source, target = arrays
+    rows, cols = source.shape
+    (src, sstride), (dst, dstride) = _span(source), _span(target)
+
+    def block(start: int, stop: int, first: int = 0, last: int = cols) -> None:
+        """rows [start, stop), columns [first, last) of them."""
+        a, b = src[start * sstride + first :], dst[start * dstride + first :]
+        shape = (stop - start, last - first)
+        if pass_bits:
+            function(a, sstride, b, dstride, shape)
+        else:
+            function(a, sstride, b, b.view(np.uint32), dstride, shape)
+
+    if rows * cols < PARALLEL_MIN:
+        block(0, rows)
+    elif rows == 1:  # one contiguous row: slabs of columns
+        columns = [(c, min(c + SLAB, cols)) for c in range(0, cols, SLAB)]
+        blas.parallel_for(len(columns), lambda index: block(0, 1, *columns[index]))
+    else:
+        step = max(1, SLAB // max(1, cols))
+        parts = [(r, min(r + step, rows)) for r in range(0, rows, step)]
+        blas.parallel_for(len(parts), lambda index: block(*parts[index]))
 
 
 def widen(x: np.ndarray) -> np.ndarray:
@@ -118,7 +193,7 @@ def widen_into(out: np.ndarray, x: np.ndarray) -> None:
         np.copyto(out, x, casting="unsafe")
         return
     if x.size:
-        _run(_widen_table, (_rows(x.view(np.uint16)), _rows(out)))
+        _run(_widen, _rows(x.view(np.uint16), out), pass_bits=False)
 
 
 def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
@@ -127,5 +202,4 @@ def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
         np.copyto(out, value, casting="unsafe")
         return
     if value.size:
-        rows = _rows(value)
-        _run(_narrow_bits, (rows, rows.view(np.uint32), _rows(out.view(np.uint16))))
+        _run(_narrow, _rows(value.view(np.uint32), out.view(np.uint16)), pass_bits=True)

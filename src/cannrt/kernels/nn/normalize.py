@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, count, vector_rate
 from cannrt.kernels.nn.common import (
     ACT_NONE,
+    ACT_RELU,
     activate,
     as_compute,
     check_float,
@@ -25,6 +27,7 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
+from cannrt.kernels.nn.jit import jit
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
 
 SOFTMAX, LOG_SOFTMAX, HARDMAX = range(3)
@@ -86,13 +89,44 @@ def _batchnorm(
 def _affine(
     x: np.ndarray, factor: np.ndarray, shift: np.ndarray, y: np.ndarray, activation: tuple[int, float, float]
 ) -> None:
-    """y = act(x * factor + shift), x in the compute dtype; straight into y when y has it."""
+    """y = act(x * factor + shift), x in the compute dtype; straight into y when y has it. fp32
+    planes with no activation or a relu take one fused pass (_affine_planes), else numpy's."""
     target = y if y.dtype == x.dtype else np.empty(y.shape, x.dtype)
-    np.multiply(x, factor, out=target)
-    target += shift
-    activate(target, *activation)
+    planes = factor.size
+    if (
+        x.dtype == np.float32
+        and activation[0] in (ACT_NONE, ACT_RELU)
+        and x.flags.c_contiguous
+        and target.flags.c_contiguous
+        and x.ndim >= 2
+        and x.shape[0] * x.shape[1] == planes
+    ):
+        per = x.size // max(1, planes)
+        flat = (x.reshape(-1), factor.reshape(-1), shift.reshape(-1), target.reshape(-1))
+        _affine_planes(*flat, activation[0], (planes, per))
+    else:
+        np.multiply(x, factor, out=target)
+        target += shift
+        activate(target, *activation)
     if target is not y:
         store(y, target)
+
+
+@jit
+def _affine_planes(
+    x: np.ndarray, factor: np.ndarray, shift: np.ndarray, out: np.ndarray, relu: int, shape: Any
+) -> None:
+    planes, per = shape
+    for c in range(planes):
+        a, b = factor[c], shift[c]
+        source, target = x[c * per : (c + 1) * per], out[c * per : (c + 1) * per]
+        if relu:
+            for j in range(per):
+                v = source[j] * a + b
+                target[j] = v if not v < 0 else np.float32(0.0)  # NaN stays NaN, as np.maximum keeps it
+        else:
+            for j in range(per):
+                target[j] = source[j] * a + b
 
 
 def _check_batchnorm(specs: ArgSpecs) -> None:

@@ -1,0 +1,17 @@
+"""Every op test starts with the kernels' helper thread trusted: a stall on the loaded test
+machine (kernels/nn/blas.py backs off after one) never decides whether a later test's kernel
+is shared between the host threads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cannrt.kernels.nn import blas
+
+
+@pytest.fixture(autouse=True)
+def _helper_thread_trusted() -> Iterator[None]:
+    blas.reset_backoff()
+    yield
