@@ -92,3 +92,28 @@ def test_no_fusion_when_the_conv_output_has_another_reader():
     model = gm.model(nodes, [gm.f32("x", [1, 1, 3, 3])], [gm.f32("y", [1, 2, 3, 3])], [w])
     graph = import_model(model)
     assert fuse_activations(graph) == 0
+
+
+def test_resnets_residual_sum_takes_the_relu_after_it_as_an_add_does():
+    graph = prepare_graph(lm.load("resnet50"), KEEP, {})
+    sums = [n for n in graph.nodes if n.op_type == "Sum"]
+    assert len(sums) == 16 and all(n.attrs["activation"][0] == "Relu" for n in sums)  # the op keeps its type
+    assert not any(n.op_type == "Relu" for n in graph.nodes)
+    _same_function(lm.load("resnet50"), graph, lm.input_for(lm.load("resnet50")), rtol=1e-4)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_a_sum_of_any_count_with_its_relu_fused_computes_relu_of_the_sum(count):
+    import cannrt
+    from cannrt.graph import compile_model
+
+    names = [f"x{i}" for i in range(count)]
+    infos = [helper.make_tensor_value_info(n, 1, [2, 5]) for n in names]
+    nodes = [helper.make_node("Sum", names, ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    out = helper.make_tensor_value_info("y", 1, [2, 5])
+    model = helper.make_model(helper.make_graph(nodes, "sum_relu", infos, [out]))
+    feeds = [gm.RNG.standard_normal((2, 5)).astype(np.float32) for _ in names]
+    with cannrt.Model(compile_model(model, KEEP)) as run:
+        (y,) = run(*feeds)
+    np.testing.assert_allclose(y, np.maximum(np.sum(feeds, axis=0), 0), rtol=1e-6)
+    assert prepare_graph(model, KEEP, {}).stats["activations_fused"] == 1

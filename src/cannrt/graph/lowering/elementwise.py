@@ -4,11 +4,13 @@ as a chain of binary launches accumulating into the output."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from cannrt.graph.lowering.context import FUSABLE, Lowering, rule
 from cannrt.graph.lowering.cube import ACTIVATIONS, activation
+from cannrt.graph.lowering.types import Value
 
 UNARY = {
     "Relu": "relu",
@@ -93,7 +95,7 @@ def clip(low: Lowering) -> None:
         source = y
 
 
-FUSABLE["Add"] = ACTIVATIONS
+FUSABLE["Add"] = FUSABLE["Sum"] = ACTIVATIONS
 
 
 @rule(*BINARY)
@@ -106,17 +108,21 @@ def binary(low: Lowering) -> None:
         low.emit("add_act", tensors, list(activation(low)))
     else:  # an integer Add (or another op) with an activation attached: two launches, in place
         low.emit(BINARY[low.node.op_type], tensors)
-        op_type, attrs = fused
-        kernel, params = UNARY.get(op_type), UNARY_PARAMS.get(op_type)
-        if kernel is not None:
-            low.emit(kernel, [tensors[2], tensors[2]])
-        elif params is not None:
-            low.emit(params[0], [tensors[2], tensors[2]], [float(dict(attrs).get(n, d)) for n, d in params[1]])
-        elif op_type == "Clip":
-            bounds = [float(dict(attrs).get("min", -math.inf)), float(dict(attrs).get("max", math.inf))]
-            low.emit("clip", [tensors[2], tensors[2]], bounds)
-        else:
-            raise low.fail(f"activation {op_type} cannot follow {low.node.op_type}")
+        _activate_in_place(low, tensors[2], fused)
+
+
+def _activate_in_place(low: Lowering, y: Value, fused: tuple[str, Any]) -> None:
+    """The fused activation as a launch of its own over y."""
+    op_type, attrs = fused
+    kernel, params = UNARY.get(op_type), UNARY_PARAMS.get(op_type)
+    if kernel is not None:
+        low.emit(kernel, [y, y])
+    elif params is not None:
+        low.emit(params[0], [y, y], [float(dict(attrs).get(n, d)) for n, d in params[1]])
+    elif op_type == "Clip":
+        low.emit("clip", [y, y], [float(dict(attrs).get("min", -math.inf)), float(dict(attrs).get("max", math.inf))])
+    else:
+        raise low.fail(f"activation {op_type} cannot follow {low.node.op_type}")
 
 
 @rule("Mod")
@@ -141,10 +147,18 @@ def variadic(low: Lowering) -> None:
     y = low.output()
     if not inputs:
         raise low.fail("needs at least one input")
+    fused = low.attr("activation")  # a Sum's (resnet's residual Sum -> Relu): the last add applies it
     if len(inputs) == 1:
         low.emit("expand", [inputs[0], y])
+        if fused is not None:
+            _activate_in_place(low, y, fused)
         return
     kernel = VARIADIC[low.node.op_type]
-    low.emit(kernel, [inputs[0], inputs[1], y])
-    for extra in inputs[2:]:
-        low.emit(kernel, [y, extra, y])
+    pairs = [(inputs[0], inputs[1]), *((y, extra) for extra in inputs[2:])]
+    for index, (a, b) in enumerate(pairs):
+        if fused is not None and index == len(pairs) - 1 and y.dtype.kind == "f":
+            low.emit("add_act", [a, b, y], list(activation(low)))
+        else:
+            low.emit(kernel, [a, b, y])
+    if fused is not None and y.dtype.kind != "f":
+        _activate_in_place(low, y, fused)
