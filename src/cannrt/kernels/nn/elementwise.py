@@ -29,14 +29,26 @@ from cannrt.kernels.nn.common import (
     store,
 )
 from cannrt.kernels.nn.half import binary_into, relu_into
+from cannrt.kernels.nn.jit import jit
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError
 
 Unary = Callable[..., np.ndarray]
 
 
+def _erf_loop(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.size):
+        out[i] = math.erf(np.float64(x[i]))  # in double, rounded once into out (erff is 1 ulp off)
+
+
+_erf_compiled = jit(_erf_loop)
+
+
 def _erf(v: np.ndarray) -> np.ndarray:
-    """erf to fp32 accuracy (Abramowitz-Stegun 7.1.26 is too coarse): math.erf per element."""
-    return np.vectorize(math.erf, otypes=[v.dtype])(v) if v.size else v.copy()
+    """erf as libm computes it (Abramowitz-Stegun 7.1.26 is too coarse for fp32), in a numba loop."""
+    out = np.empty(v.shape, v.dtype)
+    if v.size:
+        _erf_compiled(np.ascontiguousarray(v).reshape(-1), out.reshape(-1))
+    return out
 
 
 def _hard_swish(v: np.ndarray) -> np.ndarray:
