@@ -10,7 +10,7 @@ without a sink keeps its tasks until they are read (`records()`).
 from __future__ import annotations
 
 from itertools import chain
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +27,7 @@ KEPT_CHUNK = 1 << 62  # a log without a sink keeps every task until read
 _TIMES = attrgetter("task_id", "start_ns", "end_ns", "arrival_ns")
 _SQE, _AUX, _CORES, _BLOCKS = attrgetter("sqe"), attrgetter("aux"), attrgetter("cores"), attrgetter("blocks")
 _STATUS, _DISCARDED = attrgetter("status"), attrgetter("discarded")
+_FIRST = itemgetter(0)
 
 
 def task_name(sqe_type: int) -> str:
@@ -93,11 +94,15 @@ def shape_codes(tasks: list[Task]) -> tuple[npt.NDArray[np.int64], list[int], np
     work), the same objects for every launch of one shape. A task that failed or was discarded is a
     shape of its own."""
     count = len(tasks)
-    _, sqe_code = _codes(np.fromiter(map(id, map(_SQE, tasks)), np.int64, count))
-    _, cost_code = _codes(np.fromiter(map(id, map(_AUX, tasks)), np.int64, count))
+    sqes, costs = list(map(_SQE, tasks)), list(map(_AUX, tasks))
+    special = any(map(_STATUS, tasks)) or any(map(_DISCARDED, tasks))
+    if not special and count and sqes.count(sqes[0]) == count and costs.count(costs[0]) == count:
+        return np.zeros(count, np.int64), [0], np.zeros(0, np.int64)  # one shape (list.count: `is` first)
+    _, sqe_code = _codes(np.fromiter(map(id, sqes), np.int64, count))
+    _, cost_code = _codes(np.fromiter(map(id, costs), np.int64, count))
     combined = sqe_code * count + cost_code
     alone = np.zeros(0, np.int64)
-    if any(map(_STATUS, tasks)) or any(map(_DISCARDED, tasks)):
+    if special:
         alone = np.array([i for i, task in enumerate(tasks) if task.status or task.discarded], np.int64)
         combined[alone] = count * count + np.arange(len(alone))
     _, first, code = np.unique(combined, return_index=True, return_inverse=True)
@@ -105,9 +110,14 @@ def shape_codes(tasks: list[Task]) -> tuple[npt.NDArray[np.int64], list[int], np
 
 
 def _flat(column: list[tuple[Any, ...]], width: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Lengths of a column of tuples and their items (width numbers each) one after another."""
-    items = chain.from_iterable(chain.from_iterable(column)) if width > 1 else chain.from_iterable(column)
+    """Lengths of a column of tuples and their items (tuples of `width` numbers when width > 1)."""
     counts = np.fromiter(map(len, column), np.int64, len(column))
+    if width == 1:
+        items = chain.from_iterable(column)
+    elif len(column) and counts.min() == counts.max() == 1:  # one block each (the common case)
+        items = chain.from_iterable(map(_FIRST, column))
+    else:
+        items = chain.from_iterable(chain.from_iterable(column))
     return counts, np.fromiter(items, np.int64).reshape(-1, width)
 
 
