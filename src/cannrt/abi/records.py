@@ -137,30 +137,35 @@ class TaskChunk(NamedTuple):
         are its engines over its whole time, as on the device."""
         times, shape = self.times[indices].tolist(), self.shape[indices].tolist()
         block_counts, core_index = self.block_counts[indices], self.core_index[indices]
-        blocks = _rows(self.blocks, offsets[0][indices], block_counts)
+        blocks = list(map(tuple, _rows(self.blocks, offsets[0][indices], block_counts)))
         kept = core_index[core_index >= 0]
         own = iter(_runs(_rows(self.cores, offsets[1][kept], self.core_counts[kept]), self.core_counts[kept].tolist()))
         shapes, at, make = self.shapes, 0, tuple.__new__
         for (task_id, start, end, arrival), number, count, index in zip(
             times, shape, block_counts.tolist(), core_index.tolist(), strict=True
         ):
-            p = shapes[number]
-            spans: tuple[tuple[int, int, int], ...] = tuple(map(tuple, blocks[at : at + count]))
-            at += count
-            if index >= 0:
-                used = next(own)
-                if p.sqe_type == SDMA:
-                    spans = tuple((engine, start, end) for engine in used)
-            elif count == 1:
-                used = (spans[0][0],)
+            # the shape's fields (its own ids, times, cores and blocks are not the task's: _)
+            (device, stream, _, sq, kind, name, dim, _, _, _, pipes, hit, read, written, status, _,
+             args, outs, work, core, _, copy, gone) = shapes[number]  # fmt: skip
+            if count == 1 and index < 0:  # one block, and the cores its one core (the common case)
+                block = blocks[at]
+                spans: tuple[tuple[int, int, int], ...] = (block,)
+                used: tuple[int, ...] = (block[0],)
+                at += 1
             else:
-                used = tuple(dict.fromkeys(block[0] for block in spans))
+                spans = tuple(blocks[at : at + count])
+                at += count
+                if index >= 0:
+                    used = next(own)
+                    if kind == SDMA:
+                        spans = tuple((engine, start, end) for engine in used)
+                else:
+                    used = tuple(dict.fromkeys(block[0] for block in spans))
             yield make(  # a TaskRecord without _make's overhead
                 TaskRecord,
                 (
-                    p.device_id, p.stream_id, task_id, p.sq_id, p.sqe_type, p.name, p.block_dim, start, end,
-                    used, p.pipes, p.l2_hit, p.bytes_read, p.bytes_written, p.status, arrival, p.args,
-                    p.outputs, p.work, p.core_kind, spans, p.copy_kind, p.discarded,
+                    device, stream, task_id, sq, kind, name, dim, start, end, used, pipes, hit, read, written,
+                    status, arrival, args, outs, work, core, spans, copy, gone,
                 ),
             )  # fmt: skip
 

@@ -187,7 +187,8 @@ class TaskSpool:
         for shape in layout:
             size = int(np.prod(shape))
             if size:
-                arrays.append(np.memmap(run.with_suffix(".bin"), np.int64, "r", offset, tuple(shape)))
+                mapped = np.memmap(run.with_suffix(".bin"), np.int64, "r", offset, tuple(shape))
+                arrays.append(mapped.view(np.ndarray))  # a plain view: tolist() without the subclass
             else:
                 arrays.append(np.zeros(shape, np.int64))
             offset += 8 * size
