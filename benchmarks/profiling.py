@@ -245,7 +245,7 @@ def main() -> None:
             },
             args.repeats,
         )
-        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, max(2, args.repeats // 2))
+        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, args.repeats)
     label = f"launch-bound, {args.tasks} nop tasks (s)"
     table.add_row(
         label + ", collecting",
