@@ -8,7 +8,10 @@ Every figure is a ratio to a baseline measured in the same run:
 - bytes of trace (msprof_<ts>.json) and of the whole folder per task of the launch-bound profile;
 - peak RSS, and RSS at the end of collection, of a child process that runs 1,000,000 empty tasks
   with profiling on (collecting, then writing) against one that runs them unprofiled, and the rate
-  at which its writer writes tasks against the rate at which they were collected (profiled run).
+  at which its writer writes tasks against the rate at which they were collected (profiled run);
+- per stage, CPU nanoseconds per task of collection as it is (the device's completed tasks to a
+  columnar chunk, the chunk to disk) against the per-task path it replaced, run on the same tasks
+  (a TaskRecord built per task, appended to a spool that sorts and pickles them).
 Run: python3 benchmarks/profiling.py [--tasks N] [--repeats R] [--rss-tasks M]
 """
 
@@ -26,12 +29,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 import cannrt
-from cannrt.api.profile import profile
+from cannrt.abi import TaskRecord
+from cannrt.api.profile import TASK_ORDER, profile
+from cannrt.device.records import task_chunk, task_record
+from cannrt.runtime.core import get_runtime
+from cannrt.tools.profiler.spool import RecordSpool, TaskSpool
 
 GOAL_RATIO = 1.10
 GOAL_BYTES_PER_TASK = 200
@@ -151,6 +159,69 @@ def folder_bytes(tasks: int) -> tuple[float, float]:
         return trace / tasks, sum(f.stat().st_size for f in files) / tasks
 
 
+def completed_tasks(tasks: int) -> list[Any]:
+    """The Task objects of a launch-bound run, as a tracing device keeps them (reached through the
+    driver's device: a benchmark of the device's own stage)."""
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    runtime.driver.trace_start(0)
+    launch_bound(stream, tasks)
+    log = runtime.driver._npu(0).timeline.records
+    assert log is not None and len(log.tasks) == tasks
+    kept: list[Any] = log.tasks
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    return kept
+
+
+def cpu_ns_per_task(run: Callable[[], object], tasks: int, repeats: int) -> float:
+    """Median thread CPU ns per task of run (CPU time: the other processes on the machine do not count)."""
+    times = []
+    for _ in range(repeats):
+        start = time.thread_time_ns()
+        run()
+        times.append(time.thread_time_ns() - start)
+    return statistics.median(times) / tasks
+
+
+def stages(tasks: int, repeats: int) -> list[tuple[str, float, float]]:
+    """(stage, ns per task before, ns per task now) on one chunk of completed tasks."""
+    done = completed_tasks(tasks)
+    with tempfile.TemporaryDirectory() as root:
+        chunk = task_chunk(0, done)
+        records = [task_record(0, task) for task in done]
+        made = iter(range(1 << 30))
+
+        def old_spool() -> RecordSpool:
+            spool = RecordSpool(os.path.join(root, f"old{next(made)}"), TaskRecord._make, TASK_ORDER, tasks)
+            for record in records:
+                spool.append(record)  # the last append spills the chunk: sorted and pickled
+            return spool
+
+        def new_spool() -> TaskSpool:
+            spool = TaskSpool(os.path.join(root, f"new{next(made)}"), TASK_ORDER, tasks)
+            spool.add_chunk(chunk)
+            return spool
+
+        build = (
+            cpu_ns_per_task(lambda: [task_record(0, task) for task in done], tasks, repeats),
+            cpu_ns_per_task(lambda: task_chunk(0, done), tasks, repeats),
+        )
+        write = (cpu_ns_per_task(old_spool, tasks, repeats), cpu_ns_per_task(new_spool, tasks, repeats))
+        old, new = old_spool(), new_spool()
+        read = (
+            cpu_ns_per_task(lambda: sum(1 for _ in old.sorted_records()), tasks, repeats),
+            cpu_ns_per_task(lambda: sum(1 for _ in new.sorted_records()), tasks, repeats),
+        )
+        assert list(old.sorted_records()) == list(new.sorted_records())
+    cannrt.reset_runtime()
+    return [
+        ("device: completed tasks -> records", *build),
+        ("spool: records -> disk (append, sort, write)", *write),
+        ("writer: disk -> TaskRecords in start order", *read),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=20000)
@@ -174,7 +245,7 @@ def main() -> None:
             },
             args.repeats,
         )
-        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, max(2, args.repeats // 2))
+        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, args.repeats)
     label = f"launch-bound, {args.tasks} nop tasks (s)"
     table.add_row(
         label + ", collecting",
@@ -240,6 +311,13 @@ def main() -> None:
     )
     table.add_row(f"folder bytes per task, {tasks}", "", f"{on['bytes'] / args.rss_tasks:.0f}", "", "")
     console.print(table)
+    chunk = 16384
+    per_stage = Table(title=f"collection stages, CPU ns per task over {chunk} completed nop tasks (median)")
+    for column in ("stage", "per-task records (before)", "columnar chunk (now)", "ratio"):
+        per_stage.add_column(column, justify="left" if column == "stage" else "right")
+    for name, before, now in stages(chunk, max(3, args.repeats)):
+        per_stage.add_row(name, f"{before:.0f}", f"{now:.0f}", f"{now / before:.2f}x")
+    console.print(per_stage)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from cannrt.runtime.tracing import ApiRecord, OpNames
 from cannrt.tools import profiler
 from cannrt.tools.profiler.records import HostSlice
 from cannrt.tools.profiler.report import TextTable, kernel_rows_table
-from cannrt.tools.profiler.spool import CHUNK, HostSpool, RecordSpool, ScratchDir, merged
+from cannrt.tools.profiler.spool import CHUNK, HostSpool, ScratchDir, TaskSpool, merged
 from cannrt.tools.profiler.stats import ProfileStats
 from cannrt.tools.profiler.writer import OUTPUT_DIR, Collected, op_key, write_collected
 
@@ -65,7 +65,7 @@ class Profile:
         self._scratch = ScratchDir()
         weakref.finalize(self, self._scratch.cleanup)
         self._chunk = chunk
-        self._tasks: dict[int, RecordSpool] = {}  # device -> its task records
+        self._tasks: dict[int, TaskSpool] = {}  # device -> its task records
         self.host_spool = HostSpool(self._scratch.sub("host"), ApiRecord._make, CALL_ORDER, chunk, self.names)
 
     @property
@@ -73,11 +73,11 @@ class Profile:
         """The PMU group (pyACL's name for msprof's --aic-metrics)."""
         return self.aic_metrics
 
-    def task_sink(self, device_id: int) -> list[TaskRecord]:
-        """Where the device's task records go as its tasks complete."""
+    def task_sink(self, device_id: int) -> TaskSpool:
+        """Where the device's task records go, a chunk at a time as its tasks complete."""
         spool = self._tasks.get(device_id)
         if spool is None:
-            spool = RecordSpool(self._scratch.sub(f"device_{device_id}"), TaskRecord._make, TASK_ORDER, self._chunk)
+            spool = TaskSpool(self._scratch.sub(f"device_{device_id}"), TASK_ORDER, self._chunk)
             self._tasks[device_id] = spool
         return spool
 

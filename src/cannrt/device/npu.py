@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 
 from cannrt.abi import DumpMode, DumpRecord, EventMode, ExceptionRecord, TaskRecord
+from cannrt.abi.records import TaskSink
 from cannrt.config import Settings
 from cannrt.device.code import KernelCode
 from cannrt.device.executor import Executor
@@ -21,6 +22,7 @@ from cannrt.device.fabric import Fabric
 from cannrt.device.fetcher import Fetcher
 from cannrt.device.memory import Hbm
 from cannrt.device.queues import SubmissionQueue
+from cannrt.device.records import TaskLog
 from cannrt.device.reports import CallbackSink, Reports
 from cannrt.device.sync import DeviceHang, DeviceSync
 from cannrt.device.timeline import NEVER, Timeline
@@ -194,21 +196,23 @@ class Npu:
             sync.sleep(max(0.0, remaining))
 
     # -- tracing and dumps -------------------------------------------------------------------
-    def trace(self, on: bool) -> None:
-        """Start (or stop) keeping a record of every task."""
-        if on and self.timeline.records is None:
-            self.timeline.records = []
-        elif not on:
-            self.timeline.records = None
+    def trace(self, on: bool, sink: TaskSink | None = None) -> None:
+        """Start (or stop) keeping a record of every task; with sink, records go to it a chunk at a
+        time as tasks complete."""
+        with self.sync.lock:
+            if on and (self.timeline.records is None or sink is not None):
+                self.timeline.records = TaskLog(self.device_id, sink)
+            elif not on and self.timeline.records is not None:
+                self.timeline.records.flush()  # the last tasks to the sink
+                self.timeline.records = None
 
     def take_records(self, now_ns: int) -> list[TaskRecord]:
-        """Records kept up to host time now_ns (tracing continues if it was on)."""
+        """Records kept up to host time now_ns (tracing continues if it was on); with a sink, what
+        is kept goes to it and none are returned."""
         self.catch_up(now_ns)
         with self.sync.lock:
-            records = self.timeline.records or []
-            if self.timeline.records is not None:
-                self.timeline.records = []
-        return records
+            log = self.timeline.records
+            return log.records() if log is not None else []
 
     def configure_dump(self, mode: DumpMode, exception: bool) -> None:
         """Which tensors kernels flagged DUMP capture, and whether faults dump."""
@@ -247,5 +251,8 @@ class Npu:
         return records
 
     def close(self) -> None:
-        """Stop the worker and drop all state."""
+        """Stop the worker and drop all state (a trace's last tasks go to its sink)."""
         self.executor.stop()
+        with self.sync.lock:
+            if self.timeline.records is not None:
+                self.timeline.records.flush()

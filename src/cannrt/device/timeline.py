@@ -23,18 +23,17 @@ from cannrt.abi import (
     SdmaOp,
     SdmaSqe,
     SqeType,
-    TaskRecord,
 )
 from cannrt.device.kernel_costs import KernelCosts
 from cannrt.device.l2 import L2Model
 from cannrt.device.placement import place
-from cannrt.device.records import task_record
 from cannrt.errors import ErrorCode
 
 if TYPE_CHECKING:
     from cannrt.config import Settings
     from cannrt.device.fabric import Fabric
     from cannrt.device.queues import SubmissionQueue
+    from cannrt.device.records import TaskLog
     from cannrt.device.reports import Reports
     from cannrt.device.sync import DeviceSync
     from cannrt.device.task import Task
@@ -93,7 +92,7 @@ class Timeline:
         self._resource_waiters: set[SubmissionQueue] = set()
         self._resource_wake = NEVER
         self.l2 = L2Model(self.chip.l2_bytes)
-        self.records: list[TaskRecord] | None = None
+        self.records: TaskLog | None = None
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
         self._wait_deadlines: set[Task] = set()  # blocked event waits with a WAIT_EXPIRED pending
         self._kernel_costs = KernelCosts(self.chip, self.l2)
@@ -367,7 +366,7 @@ class Timeline:
             if task.status or sqe.flags & WR_CQE:
                 self._reports.post_completion(task)
         if self.records is not None:
-            self.records.append(task_record(self.device_id, task))
+            self.records.append(task)  # the record is made from the task when read (records.py)
         if task.dump is not None:
             self._reports.completed_dump(task)
 

@@ -12,6 +12,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from cannrt.abi import SQE_BYTES, DumpMode, DumpRecord, ExceptionRecord, TaskRecord
+from cannrt.abi.records import TaskSink
 from cannrt.config import Settings
 from cannrt.device.fabric import Fabric
 from cannrt.device.npu import Npu
@@ -53,7 +54,7 @@ class Driver(MemoryCalls):
         self._spaces: dict[int, SpaceInfo] = {}
         self._next_asid = 0
         # while set, every device opened is traced into the record sink this returns for it
-        self.trace_sinks: Callable[[int], list[TaskRecord]] | None = None
+        self.trace_sinks: Callable[[int], TaskSink] | None = None
         self._free_asids: list[int] = []  # ids of destroyed address spaces, reused lowest first
         self._ids: dict[tuple[int, Resource], tuple[int, set[int]]] = {}
         self._limits = {
@@ -254,14 +255,10 @@ class Driver(MemoryCalls):
         except KeyError:
             raise CannError(ErrorCode.RT_PARAM_INVALID, f"no callback {token} pending on device {dev}") from None
 
-    def trace_start(self, dev: int, sink: list[TaskRecord] | None = None) -> None:
-        """Start keeping a record of every task; with sink, each record is appended to it as its task
-        completes (the profiling channel a collector drains), instead of being kept on the device."""
-        npu = self._npu(dev)
-        npu.trace(True)
-        if sink is not None:
-            with npu.sync.lock:
-                npu.timeline.records = sink
+    def trace_start(self, dev: int, sink: TaskSink | None = None) -> None:
+        """Start keeping a record of every task; with sink, the records go to it a chunk at a time as
+        tasks complete (the profiling channel a collector drains), instead of being kept on the device."""
+        self._npu(dev).trace(True, sink)
 
     def trace_stop(self, dev: int, now_ns: int) -> list[TaskRecord]:
         """Stop recording; returns the records kept (committed up to host time now_ns)."""

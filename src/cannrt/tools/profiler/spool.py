@@ -1,11 +1,13 @@
-"""Streaming collection: records kept in memory up to a chunk, then written to disk as sorted runs.
+"""Streaming collection: records kept in memory up to a chunk, then written to disk as runs.
 
-A `RecordSpool` is the sink the device (task records) or the runtime (host API records) appends
-to as each task or call completes: a list that holds at most `chunk` records; a full chunk is
-sorted and written as one run of pickled batches (plain tuples), so a run of any length is
-collected in bounded memory. `sorted_records()` reads every run back merged into one ordered
-stream (a k-way merge holding one batch per run). The files are this process's own scratch data,
-written and read by it alone; they are removed by `close()`.
+A `TaskSpool` is the sink a tracing device hands its task records to, a columnar `TaskChunk` at a
+time: each chunk is written at once as one run (its arrays as raw .npy files, its few task shapes
+pickled), so a run of any length is collected in bounded memory, and nothing is built per task
+while collecting. A `RecordSpool` is the runtime's sink of host API records: a list that holds at
+most `chunk` records; a full chunk is sorted and written as one run of pickled batches (plain
+tuples). `sorted_records()` reads every run back merged into one ordered stream (a k-way merge
+holding one batch per run). The files are this process's own scratch data, written and read by it
+alone; they are removed by `close()`.
 """
 
 from __future__ import annotations
@@ -16,9 +18,14 @@ import pickle
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from cannrt.abi import TaskRecord
+from cannrt.abi.records import TaskChunk
 
 CHUNK = 16384  # records kept in memory before a run is written
 BATCH = 512  # records per pickled batch inside a run (what the merge holds per run)
@@ -136,10 +143,79 @@ class HostSpool(RecordSpool):
                 self.spill()
 
 
-def merged(spools: list[RecordSpool], key: Callable[[Any], Any]) -> Iterator[Any]:
+CHUNK_ARRAYS = ("times", "shape", "block_counts", "blocks", "core_index", "core_counts", "cores")
+
+
+class TaskSpool:
+    """One device's task records, taken a chunk at a time (`add_chunk`, the device's TaskSink)."""
+
+    def __init__(self, directory: str | Path, key: Callable[[Any], Any], chunk: int = CHUNK) -> None:
+        self.directory = Path(directory)
+        self.key = key  # the order of sorted_records() (the chunks are read back in it)
+        self.chunk = max(1, chunk)
+        self.runs: list[Path] = []
+        self.collected = 0  # task records taken
+        self.first, self.last = -1, 0  # earliest start_ns (-1: none), latest end_ns
+
+    def add_chunk(self, chunk: TaskChunk) -> None:
+        """Write one chunk as a run: its arrays one after another as raw int64 (`.bin`), then its
+        layout and task shapes (`.pkl`). Called with the device's lock held."""
+        if not chunk.tasks:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        run = self.directory / f"run_{len(self.runs):06d}"
+        layout = []
+        with run.with_suffix(".bin").open("wb") as handle:
+            for name in CHUNK_ARRAYS:
+                array = np.ascontiguousarray(getattr(chunk, name), np.int64)
+                array.tofile(handle)
+                layout.append(array.shape)
+        with run.with_suffix(".pkl").open("wb") as handle:
+            shapes = [tuple(p) for p in chunk.shapes]
+            pickle.dump((chunk.device_id, layout, shapes), handle, pickle.HIGHEST_PROTOCOL)
+        self.runs.append(run)
+        self.collected += chunk.tasks
+        start, end = int(chunk.times[:, 1].min()), int(chunk.times[:, 2].max())
+        self.first = start if self.first < 0 else min(self.first, start)
+        self.last = max(self.last, end)
+
+    def _read_run(self, run: Path) -> Iterator[TaskRecord]:
+        with run.with_suffix(".pkl").open("rb") as handle:
+            device, layout, shapes = pickle.load(handle)  # our own scratch file (see the module docstring)
+        arrays: list[np.ndarray[Any, Any]] = []
+        offset = 0
+        for shape in layout:
+            size = int(np.prod(shape))
+            if size:
+                mapped = np.memmap(run.with_suffix(".bin"), np.int64, "r", offset, tuple(shape))
+                arrays.append(mapped.view(np.ndarray))  # a plain view: tolist() without the subclass
+            else:
+                arrays.append(np.zeros(shape, np.int64))
+            offset += 8 * size
+        chunk = TaskChunk(device, arrays[0], arrays[1], [TaskRecord._make(p) for p in shapes], *arrays[2:])
+        order, offsets = chunk.order(), chunk.offsets()
+        for at in range(0, len(order), BATCH):
+            yield from chunk.records(order[at : at + BATCH], offsets)
+
+    def sorted_records(self) -> Iterator[TaskRecord]:
+        """Every record taken, in key order (runs merged)."""
+        if len(self.runs) == 1:
+            return self._read_run(self.runs[0])
+        return heapq.merge(*(self._read_run(run) for run in self.runs), key=self.key)
+
+    def close(self) -> None:
+        """Drop every record and remove the runs."""
+        for run in self.runs:
+            run.with_suffix(".bin").unlink(missing_ok=True)
+            run.with_suffix(".pkl").unlink(missing_ok=True)
+        self.runs.clear()
+        self.collected = 0
+
+
+def merged(spools: Sequence[RecordSpool | TaskSpool], key: Callable[[Any], Any]) -> Iterator[Any]:
     """The records of several spools in one key order."""
     if len(spools) == 1:
-        return spools[0].sorted_records()
+        return iter(spools[0].sorted_records())
     return heapq.merge(*(s.sorted_records() for s in spools), key=key)
 
 
