@@ -167,24 +167,23 @@ class Profile:
         """At the profile's start: each device's memory totals and its last memory event then."""
         self._memory_start = started_ns
         for device, timeline in device_timelines(runtime).items():
-            events = timeline.events()
-            self._memory_marks[device] = (timeline.reserved, timeline.allocated, events[-1] if events else None)
+            self._memory_marks[device] = timeline.mark()
 
     def note_memory(self, runtime: Runtime, devices: Sequence[int]) -> None:
         """At its end: each device's memory timeline since the start, from its totals then."""
         for device in devices:
             events = memory_timeline(runtime, device).events()
             reserved, allocated, last = self._memory_marks.get(device, (0, 0, None))
-            since = _events_after(events, last, self._memory_start)
+            since = _events_after(events, last)
             start = MemoryEvent(self._memory_start, "profile_start", 0, 0, "", -1, reserved, allocated)
             self.memory[device] = [start, *since]
 
 
-def _events_after(events: list[MemoryEvent], last: MemoryEvent | None, start_ns: int) -> list[MemoryEvent]:
-    """The events after `last`; if it is not among them (none then, or the ring dropped it), those
-    from start_ns on."""
+def _events_after(events: list[MemoryEvent], last: MemoryEvent | None) -> list[MemoryEvent]:
+    """The events after `last`; all of them if it is not among them (there was none at the start,
+    or the ring has dropped it since: every event kept is newer)."""
     seen = next((i for i in range(len(events) - 1, -1, -1) if events[i] is last), None) if last else None
-    return events[seen + 1 :] if seen is not None else [e for e in events if e.time_ns >= start_ns]
+    return events[seen + 1 :] if seen is not None else events
 
 
 def _open_devices(runtime: Runtime, devices: Sequence[int] | None) -> list[int]:
