@@ -3,7 +3,8 @@
 `rt` is a fresh Runtime (closed afterwards); `npu` wraps it with small helpers for the usual
 moves of a test: set a device, make streams, put bytes on the device and read them back, launch a
 kernel, and collect the modelled task records. `make_runtime(...)` builds a runtime with other
-Settings (small limits, disabled cores, a short watchdog) and closes it afterwards.
+Settings (small limits, disabled cores, a short watchdog) and closes it afterwards. `acl` is the
+pyACL facade initialised on a fresh default runtime.
 
 The watchdog (a wall-clock limit on any real wait) is kept short so that a hang turns into an
 error quickly instead of stalling the suite; no test waits without a bound.
@@ -16,6 +17,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,7 @@ import pytest
 
 import cannrt
 from cannrt.abi import CopyKind, TaskRecord
+from cannrt.acl._state import STATE
 from cannrt.config import Settings
 from cannrt.dtypes import acl_code
 from cannrt.runtime import memory_ops
@@ -190,3 +193,20 @@ __all__ = ["Npu", "ReportThread", "settings_for_tests"]
 def _exception_dumps_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Exception dumps (written on every fault, as CANN does) go to a temporary folder."""
     monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path_factory.mktemp("ascend_work")))
+
+
+@pytest.fixture
+def acl() -> Iterator[ModuleType]:
+    """cannrt.acl initialised on a fresh default runtime with device 0 set; finalized afterwards."""
+    import cannrt.acl as facade
+
+    if STATE.initialized:
+        facade.finalize()
+    cannrt.reset_runtime(Settings(watchdog_s=TEST_WATCHDOG_S))
+    assert facade.init() == 0
+    assert facade.rt.set_device(0) == 0
+    try:
+        yield facade
+    finally:
+        if STATE.initialized:
+            facade.finalize()

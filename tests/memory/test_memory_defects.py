@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import cannrt
-from cannrt.acl._state import STATE
 from cannrt.config import GIB, ChipSpec, Settings
 from cannrt.runtime import memory_ops
 from cannrt.runtime.memory_ops import MallocPolicy, MemAttr
@@ -17,19 +16,6 @@ from cannrt.runtime.memory_ops import MallocPolicy, MemAttr
 MIB = 1 << 20
 H2D, D2H = 1, 2
 HUGE = {"location": {"id": 0}, "memAttr": 4}  # ACL_HBM_MEM_HUGE
-
-
-@pytest.fixture
-def acl() -> Iterator[ModuleType]:
-    import cannrt.acl as facade
-
-    if STATE.initialized:
-        facade.finalize()
-    cannrt.reset_runtime(Settings(watchdog_s=10.0))
-    assert facade.init() == 0
-    assert facade.rt.set_device(0) == 0
-    yield facade
-    facade.finalize()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import cannrt
-from cannrt.acl._state import STATE
 from cannrt.config import ChipSpec, Settings
 from cannrt.memory.stream_ordered import PoolAttr
 
@@ -22,19 +21,6 @@ def device() -> Iterator[cannrt.Device]:
     runtime = cannrt.reset_runtime(Settings(watchdog_s=10.0))
     yield cannrt.Device(0)
     runtime.close()
-
-
-@pytest.fixture
-def acl() -> Iterator[ModuleType]:
-    import cannrt.acl as facade
-
-    if STATE.initialized:
-        facade.finalize()
-    cannrt.reset_runtime(Settings(watchdog_s=10.0))
-    assert facade.init() == 0
-    assert facade.rt.set_device(0) == 0
-    yield facade
-    facade.finalize()
 
 
 def test_memory_freed_on_a_stream_is_reused_by_that_stream_at_once(device: cannrt.Device) -> None:
