@@ -117,3 +117,33 @@ def test_a_stalled_helper_makes_the_next_kernels_run_on_the_caller() -> None:
     blas.reset_backoff()
     blas.parallel_for(2, lambda index: None)
     assert blas.SPLITS[0] == splits + 2
+
+
+def _stall() -> None:
+    """A shared kernel whose helper item outlasts the caller's: the caller waits (a stall)."""
+    started = threading.Event()
+
+    def body(index: int) -> None:
+        if threading.current_thread().name.startswith("cannrt-kernel-blas"):
+            started.set()
+            time.sleep(0.02)
+        else:
+            assert started.wait(10)
+
+    blas.parallel_for(2, body)
+
+
+def test_the_back_off_doubles_while_stalls_repeat_and_ends_after_a_clean_shared_kernel() -> None:
+    stalls = blas.STALLS[0]
+    _stall()
+    assert blas.STALLS[0] == stalls + 1 and blas._backoff[1] == 2 * blas.BACKOFF_MIN_S
+    blas._backoff[0] = 1e-9  # the back-off has run out: the helper is tried again, and stalls again
+    _stall()
+    assert blas.STALLS[0] == stalls + 2 and blas._backoff[1] == 4 * blas.BACKOFF_MIN_S
+    for _ in range(8):  # doubling stops at the longest
+        blas._backoff[0] = 1e-9
+        _stall()
+    assert blas._backoff[1] == blas.BACKOFF_MAX_S
+    blas._backoff[0] = 1e-9
+    blas.parallel_for(2, lambda index: None)  # shared without a stall: a quiet host again
+    assert blas._backoff == [0.0, blas.BACKOFF_MIN_S]

@@ -15,7 +15,8 @@ kernel (bands of a convolution's output, channel slabs of a pooling) to the call
 one helper thread, both pulling the next item from one shared counter. A helper that the
 scheduler does not start (a loaded machine) costs nothing: the caller runs every item and
 withdraws the helper's job instead of waiting for it; one descheduled while it holds an item
-makes the caller wait, and after such a stall kernels run on the caller alone for a second.
+makes the caller wait, and after such a stall kernels run on the caller alone for a while
+(longer while the stalls repeat).
 """
 
 from __future__ import annotations
@@ -61,14 +62,16 @@ def _helper() -> ThreadPoolExecutor:
 
 STALL_SHARE = 0.3  # the caller waited this share of a shared kernel for the helper: the host is loaded
 STALL_MIN_S = 2e-4  # ... and at least this long (shorter waits are the last item's own length)
-BACKOFF_S = 1.0  # after a stall, kernels run on the caller alone for this long before the helper is tried again
-_backoff = [0.0]  # perf_counter() until which kernels run on the caller alone
+BACKOFF_MIN_S = 0.05  # after a stall, kernels run on the caller alone this long, doubled while
+BACKOFF_MAX_S = 2.0  # ... the helper stalls again at each retry (a loaded spell lasts seconds)
+_backoff = [0.0, BACKOFF_MIN_S]  # perf_counter() until which kernels run on the caller alone; the next length
 STALLS = [0]  # stalls seen so far (tests read it)
 
 
 def reset_backoff() -> None:
-    """Try the helper again on the next kernel (tests start from this state)."""
-    _backoff[0] = 0.0
+    """Try the helper again on the next kernel, as after a shared kernel that ran well (tests
+    start from this state)."""
+    _backoff[0], _backoff[1] = 0.0, BACKOFF_MIN_S
 
 
 def parallel_for(count: int, body: Callable[[int], None]) -> None:
@@ -78,8 +81,9 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
 
     On a loaded host the helper may be descheduled while it holds an item, and the caller can
     only wait: when that wait is a large share of the kernel (the helper got no core), kernels
-    run on the caller alone for BACKOFF_S (a loaded spell lasts seconds), then the helper is
-    tried again."""
+    run on the caller alone for BACKOFF_MIN_S, doubled up to BACKOFF_MAX_S each time the helper
+    stalls again when it is next tried (a loaded spell lasts seconds; a stall on a quiet host is
+    a one-off), and back to the shortest once a shared kernel ran without a stall."""
     if count <= 1 or (_backoff[0] and time.perf_counter() < _backoff[0]):
         for index in range(count):
             body(index)
@@ -104,4 +108,7 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
     waited, total = time.perf_counter() - mine, time.perf_counter() - started
     if waited > STALL_MIN_S and waited > STALL_SHARE * total:
         STALLS[0] += 1
-        _backoff[0] = time.perf_counter() + BACKOFF_S
+        _backoff[0] = time.perf_counter() + _backoff[1]
+        _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S)
+    elif _backoff[0]:
+        reset_backoff()  # the helper kept up: a quiet host again
