@@ -4,7 +4,7 @@
 moves of a test: set a device, make streams, put bytes on the device and read them back, launch a
 kernel, and collect the modelled task records. `make_runtime(...)` builds a runtime with other
 Settings (small limits, disabled cores, a short watchdog) and closes it afterwards. `acl` is the
-pyACL facade initialised on a fresh default runtime.
+pyACL facade initialised on a fresh default runtime, `device` device 0 of one.
 
 The watchdog (a wall-clock limit on any real wait) is kept short so that a hang turns into an
 error quickly instead of stalling the suite; no test waits without a bound.
@@ -210,3 +210,11 @@ def acl() -> Iterator[ModuleType]:
     finally:
         if STATE.initialized:
             facade.finalize()
+
+
+@pytest.fixture
+def device() -> Iterator[cannrt.Device]:
+    """Device 0 of a fresh default runtime (the Pythonic API's), closed afterwards."""
+    runtime = cannrt.reset_runtime(Settings(watchdog_s=TEST_WATCHDOG_S))
+    yield cannrt.Device(0)
+    runtime.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 
 import numpy as np
 import pytest
@@ -138,13 +138,6 @@ def test_live_blocks_never_overlap_and_stats_add_up(ops: list[tuple[bool, int, s
         pool.free(block)
     pool.empty_cache()
     assert pool.memory_stats()["reserved_bytes.all.current"] == 0
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime()
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def test_device_arrays_come_from_the_pool_and_return_to_it(device: cannrt.Device) -> None:

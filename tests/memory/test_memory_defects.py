@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
@@ -16,13 +15,6 @@ from cannrt.runtime.memory_ops import MallocPolicy, MemAttr
 MIB = 1 << 20
 H2D, D2H = 1, 2
 HUGE = {"location": {"id": 0}, "memAttr": 4}  # ACL_HBM_MEM_HUGE
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime(Settings(watchdog_s=10.0))
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def _reserve_map(acl: ModuleType, size: int = 4 * MIB) -> tuple[int, int]:

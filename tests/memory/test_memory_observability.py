@@ -4,7 +4,6 @@ timeline (and its counter track in the profiler's trace) and cannrt.memory.summa
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,6 @@ import pytest
 
 import cannrt
 from cannrt.api import pools
-from cannrt.config import Settings
 from cannrt.memory.caching import CachingAllocator
 
 MIB = 1 << 20
@@ -39,13 +37,6 @@ TORCH_KEYS = {
     "num_device_free",
     "max_split_size",
 }  # fmt: skip
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime(Settings(watchdog_s=10.0))
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def test_memory_stats_has_exactly_pytorchs_122_keys(device: cannrt.Device) -> None:

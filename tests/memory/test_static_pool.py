@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,13 +9,6 @@ from hypothesis import strategies as st
 
 import cannrt
 from cannrt.memory.lifetimes import Topology, TopologyError, lifetimes, vector_clocks
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime()
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:

@@ -3,7 +3,6 @@ release threshold, TrimTo, attributes, limits and the pyACL calls."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
@@ -14,13 +13,6 @@ from cannrt.config import ChipSpec, Settings
 from cannrt.memory.stream_ordered import PoolAttr
 
 MIB = 1 << 20
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime(Settings(watchdog_s=10.0))
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def test_memory_freed_on_a_stream_is_reused_by_that_stream_at_once(device: cannrt.Device) -> None:

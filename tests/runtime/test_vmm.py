@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -12,13 +10,6 @@ from cannrt.abi import CopyKind
 from cannrt.runtime import memory_ops as mo
 
 MIB = 1 << 20
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime()
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def _two_handle_range(device: cannrt.Device) -> tuple[int, int, int]:

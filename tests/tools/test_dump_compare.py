@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +19,6 @@ from cannrt.tools.dump import load_dump, load_dump_dir
 from cannrt.tools.reference import write_reference_dump
 
 NAME = re.compile(r"^(?P<type>\w+)\.(?P<op>[\w\-]+)\.(?P<n>\d+)\.(?P<task>\d+)\.(?P<stream>\d+)\.(?P<ts>\d+)$")
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime()
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def _inputs(device: cannrt.Device) -> tuple[cannrt.DeviceArray, cannrt.DeviceArray]:

@@ -3,11 +3,9 @@ first appears is named by msprobe's verdict rule, and so is the first op that pr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pytest
 from typer.testing import CliRunner
 
 import cannrt
@@ -16,13 +14,6 @@ from cannrt.tools.compare import compare_dirs, first_divergent, first_nan_inf
 from cannrt.tools.dump import load_dump_dir
 
 SCALE = 2.0e4  # |h| > 3.3 overflows fp16 (65504) after the scale; fp32 holds it
-
-
-@pytest.fixture
-def device() -> Iterator[cannrt.Device]:
-    runtime = cannrt.reset_runtime()
-    yield cannrt.Device(0)
-    runtime.close()
 
 
 def _pipeline(device: cannrt.Device, dtype: type, folder: Path) -> None:
