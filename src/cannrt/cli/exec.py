@@ -109,10 +109,16 @@ def run(script: str, args: Sequence[str]) -> int:
         env[SHIM_ENV] = directory
         previous = env.get("PYTHONPATH")
         env["PYTHONPATH"] = directory if not previous else os.pathsep.join([directory, previous])
-        try:
-            completed = subprocess.run(command, check=False, env=env)
-        except KeyboardInterrupt:
-            return 130
+        return run_child(command, env)
+
+
+def run_child(command: Sequence[str], env: dict[str, str]) -> int:
+    """Run a child process to its end; its exit code (128 + n when killed by signal n, 130 when
+    interrupted)."""
+    try:
+        completed = subprocess.run(command, check=False, env=env)
+    except KeyboardInterrupt:
+        return 130
     code = completed.returncode
     return 128 - code if code < 0 else code
 

@@ -18,13 +18,13 @@ import json
 import os
 import runpy
 import shlex
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import typer
 
+from cannrt.cli.exec import run_child
 from cannrt.tools.profiler.metrics import GROUPS
 
 OPTIONS_ENV = "CANNRT_PROF_OPTIONS"
@@ -72,17 +72,13 @@ def run(argv: Sequence[str], output: str, aic_metrics: str, task_time: bool, asc
     options = {"output": str(root), "aic_metrics": aic_metrics, "task_time": task_time, "ascendcl": ascendcl}
     env = dict(os.environ)
     env[OPTIONS_ENV] = json.dumps(options)
-    try:
-        completed = subprocess.run([sys.executable, "-m", "cannrt.cli.prof", *command], check=False, env=env)
-    except KeyboardInterrupt:
-        return 130
-    code = completed.returncode
+    code = run_child([sys.executable, "-m", "cannrt.cli.prof", *command], env)
     written = sorted(_prof_dirs(root) - before)
     for folder in written:
         print(f"cannrt prof: profile written to {folder} (summary: cannrt prof report {folder})", file=sys.stderr)
     if not written:
         print("cannrt prof: the program wrote no profile (it did not exit normally)", file=sys.stderr)
-    return 128 - code if code < 0 else code
+    return code
 
 
 def _switch(name: str, value: str) -> bool:
