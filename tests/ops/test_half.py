@@ -72,6 +72,8 @@ def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:
     half.narrow_into(out, np.arange(24, dtype=np.float64).reshape(4, 2, 3))
     assert np.array_equal(out, np.arange(24).reshape(4, 2, 3))
     assert half.widen(np.ones(3, np.float32)).dtype == np.float32
+    strided = np.arange(10, dtype=np.float16)[::2]  # a 1-D view with a step (it raised IndexError)
+    _same(half.widen(strided), strided.astype(np.float32))
 
 
 def test_relu_on_the_bits_is_numpys_maximum_for_every_fp16_value() -> None:

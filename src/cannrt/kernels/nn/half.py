@@ -147,8 +147,10 @@ def _viewable(x: np.ndarray) -> bool:
     """x reshapes to 2-D rows with unit column stride without a copy."""
     if x.flags.c_contiguous:
         return True
+    if x.ndim != 2:  # a strided 1-D or N-D view: copied by the caller
+        return False
     rows_apart = x.strides[0] % x.itemsize == 0 and x.strides[0] >= x.shape[1] * x.itemsize
-    return x.ndim == 2 and x.strides[1] == x.itemsize and rows_apart
+    return x.strides[1] == x.itemsize and rows_apart
 
 
 def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bits: bool) -> None:
