@@ -105,10 +105,11 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
         mine = time.perf_counter()
         if not job.cancel():  # the helper started: it finishes the item it holds
             job.result()
-    waited, total = time.perf_counter() - mine, time.perf_counter() - started
+    now = time.perf_counter()
+    waited, total = now - mine, now - started
     if waited > STALL_MIN_S and waited > STALL_SHARE * total:
         STALLS[0] += 1
-        _backoff[0] = time.perf_counter() + _backoff[1]
+        _backoff[0] = now + _backoff[1]
         _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S)
     elif _backoff[0]:
         reset_backoff()  # the helper kept up: a quiet host again

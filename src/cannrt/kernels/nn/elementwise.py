@@ -28,7 +28,7 @@ from cannrt.kernels.nn.common import (
     sigmoid,
     store,
 )
-from cannrt.kernels.nn.half import binary_into, relu_into
+from cannrt.kernels.nn.half import F16, F32, binary_into, relu_into  # numpy's fp16 loops are scalar
 from cannrt.kernels.nn.jit import jit
 from cannrt.kernels.registry import ArgSpecs, Kernel, KernelArgumentError
 
@@ -122,7 +122,6 @@ DIRECT_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], object]] = {
 DIRECT_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 DIRECT_FLOAT_BINARY = {"div": np.divide}
 COMPUTE_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-F16 = np.dtype(np.float16)  # numpy's own fp16 loops are scalar: fp16 goes through half.py's conversions
 
 
 def _unary(name: str, function: Unary, floats: int, ops: float) -> Kernel:
@@ -260,7 +259,7 @@ def _check_add_act(specs: ArgSpecs) -> None:
     check_float("add_act", y)
 
 
-_HALF_PAIRS = {(np.dtype(np.float16), np.dtype(np.float32)), (np.dtype(np.float32), np.dtype(np.float16))}
+_HALF_PAIRS = {(F16, F32), (F32, F16)}
 
 
 def _cast(x: np.ndarray, y: np.ndarray, saturate: int, round_mode: int) -> None:

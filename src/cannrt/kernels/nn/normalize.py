@@ -156,7 +156,7 @@ def _batchnorm_training(
     v = as_compute(x)
     axes = tuple(a for a in range(x.ndim) if a != 1)
     batch_mean, batch_var = v.mean(axis=axes), v.var(axis=axes)
-    _batchnorm(x, scale, bias, batch_mean, batch_var, y, eps)
+    _batchnorm(v, scale, bias, batch_mean, batch_var, y, eps)  # v: x converted once
     store(running_mean, as_compute(mean) * momentum + batch_mean * (1 - momentum))
     store(running_var, as_compute(var) * momentum + batch_var * (1 - momentum))
 
