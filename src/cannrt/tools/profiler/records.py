@@ -158,11 +158,6 @@ def submit_table(costs: HostCosts) -> dict[int, tuple[str, int]]:
     }
 
 
-def submitting_api(record: TaskRecord, costs: HostCosts) -> tuple[str, int] | None:
-    """The ACL call that submitted a task and its modelled host cost; None for unknown types."""
-    return submit_table(costs).get(record.sqe_type)
-
-
 def host_slices(
     tasks: Iterable[TaskRecord], api: Iterable[ApiLike], costs: HostCosts, thread_id: int = 0
 ) -> list[HostSlice]:
@@ -177,8 +172,9 @@ def host_slices(
     memsets = {(s.end_ns, i) for i, s in enumerate(recorded) if s.name == "aclrtMemset"}
     by_end = {end: i for end, i in sorted(memsets, reverse=True)}
     result = list(recorded)
+    submitting = submit_table(costs)  # the ACL call that submitted each task type, and its host cost
     for task in tasks:
-        found = submitting_api(task, costs)
+        found = submitting.get(task.sqe_type)
         if found is None:
             continue
         name, cost = found

@@ -138,9 +138,7 @@ class HostSpool(RecordSpool):
     def append(self, item: Any) -> None:
         """Keep a host call."""
         with self._host_lock:
-            list.append(self, item)
-            if len(self) >= self.chunk:
-                self.spill()
+            super().append(item)
 
 
 CHUNK_ARRAYS = ("times", "shape", "block_counts", "blocks", "core_index", "core_counts", "cores")
