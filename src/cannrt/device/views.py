@@ -64,13 +64,14 @@ class ArgumentViews:
         scatter: Scatter = []
         for index, arg in enumerate(args):
             if arg.__class__ is TensorArg:
-                itemsize = numpy_dtype(arg.dtype).itemsize
+                dtype = numpy_dtype(arg.dtype)
+                itemsize = dtype.itemsize
                 if arg.address % itemsize:
                     kind = "write" if index in outputs else "read"
                     fault = DeviceFault(kind, arg.address, tensor_nbytes(arg), None, space.asid)
                     raise ArgumentFault(index, fault, misaligned=True, itemsize=itemsize)
                 try:
-                    values.append(self._tensor(space, arg, index in outputs, scatter))
+                    values.append(self._tensor(space, arg, dtype, index in outputs, scatter))
                 except DeviceFault as fault:
                     raise ArgumentFault(index, fault) from None
             else:
@@ -81,10 +82,11 @@ class ArgumentViews:
             self._cache[id(args)] = (args, outputs, space, generation, values)
         return values, scatter
 
-    def _tensor(self, space: AddressSpace, arg: TensorArg, write: bool, scatter: Scatter) -> np.ndarray:
+    def _tensor(
+        self, space: AddressSpace, arg: TensorArg, dtype: np.dtype, write: bool, scatter: Scatter
+    ) -> np.ndarray:
         """A typed view of device memory; a tensor spanning several mappings is gathered into a
         copy (and scattered back after the kernel if it is an output)."""
-        dtype = numpy_dtype(arg.dtype)
         nbytes = tensor_nbytes(arg)
         kind = "write" if write else "read"
         if Fabric.asid_of(arg.address) != space.asid:  # AI cores reach only their own context's memory

@@ -104,7 +104,7 @@ class Launcher:
 
     __slots__ = (
         "_area", "_clock", "_context", "_depth", "_epoch", "_generation", "_launch_ns", "_lock", "_retired",
-        "_runtime", "_send", "_send_template", "_send_with_params", "_shapes", "_slots_made", "_stream",
+        "_runtime", "_send_template", "_send_with_params", "_shapes", "_slots_made", "_stream",
         "_stream_id", "senders",
     )  # fmt: skip
 
@@ -113,7 +113,6 @@ class Launcher:
         self._context = stream.context
         self._runtime = stream.context.runtime
         self._stream_id = stream.stream_id
-        self._send = ring.send
         self._send_with_params = ring.send_with_params
         self._send_template = ring.send_template
         self._clock = clock
@@ -233,16 +232,15 @@ class Launcher:
         return position
 
     def _send_locked(self, key: LaunchKey, shape: Shape) -> int:
-        stream = self._stream
-        position = stream.tail
         clock = self._clock
         now = clock.now_ns = clock.now_ns + self._launch_ns
-        sqe = shape.prefix + TASK_ID_BYTES[position & 0xFFFF] + shape.suffix
         if shape.params:
+            position = self._stream.tail
+            sqe = shape.prefix + TASK_ID_BYTES[position & 0xFFFF] + shape.suffix
             self._send_with_params(sqe, now, shape.param_va, shape.params)
             shape.params = b""  # written (a send that raised leaves it to write next time)
         else:
-            self._send(sqe, now)
+            position = self._send_template(shape.prefix, shape.suffix, now)  # the ring fills in the id
         shape.last_use = position
         self._shapes.move_to_end(key)
         return position

@@ -201,10 +201,11 @@ class LoadedModel:
             model_names.note(runtime, program.op_types)
         launches = program.launches(streams)  # the kernels' launches, held ready (bound to args)
         for step, step_args, launch in zip(program.steps, args, launches, strict=True):
-            target = streams[step.stream]
             if launch is not None:
                 launch()
-            elif step.kind == MEMCPY:
+                continue
+            target = streams[step.stream]
+            if step.kind == MEMCPY:
                 src, dst = step_args
                 assert isinstance(src, TensorArg) and isinstance(dst, TensorArg)
                 target.submit_sdma(SdmaOp.COPY, CopyKind.DEVICE_TO_DEVICE, src.address, dst.address, step.nbytes)
