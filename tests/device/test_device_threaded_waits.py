@@ -71,6 +71,23 @@ def wait_for_waiters(runtime: Runtime, count: int) -> None:
         pass
 
 
+def both_return_once_the_gate_opens(
+    runtime: Runtime, gate: Gate, first_wait: Callable[[], None], second_wait: Callable[[], None]
+) -> None:
+    """first_wait blocks inside the gated kernel, second_wait behind it; opening the gate
+    releases both, and neither raised."""
+    errors: list[BaseException] = []
+    first = in_thread(first_wait, errors)
+    assert gate.entered.wait(GATE_S)
+    second = in_thread(second_wait, errors)
+    wait_for_waiters(runtime, 2)
+    gate.opened.set()
+    first.join(GATE_S)
+    second.join(GATE_S)
+    assert not first.is_alive() and not second.is_alive()
+    assert errors == []
+
+
 @pytest.mark.parametrize("repeat", range(3))
 def test_two_threads_synchronizing_one_stream_while_its_head_runs(
     make_runtime: Callable[..., Runtime], gate: Gate, repeat: int
@@ -82,15 +99,7 @@ def test_two_threads_synchronizing_one_stream_while_its_head_runs(
     out = dev.empty(16)
     stream.launch("test_gate", out)
     stream.launch("add", out, out, out)
-    errors: list[BaseException] = []
-    first = in_thread(stream.synchronize, errors)
-    assert gate.entered.wait(GATE_S)
-    second = in_thread(stream.synchronize, errors)
-    wait_for_waiters(runtime, 2)
-    gate.opened.set()
-    first.join(GATE_S)
-    second.join(GATE_S)
-    assert errors == []
+    both_return_once_the_gate_opens(runtime, gate, stream.synchronize, stream.synchronize)
     assert (out.to_numpy(stream) == 14).all()
 
 
@@ -108,16 +117,7 @@ def test_a_waiter_learns_of_a_completion_another_threads_scheduling_made(
     ready = first_stream.record()
     second_stream.wait(ready)
     second_stream.launch("add", out, out, out)
-    errors: list[BaseException] = []
-    first = in_thread(first_stream.synchronize, errors)
-    assert gate.entered.wait(GATE_S)
-    second = in_thread(second_stream.synchronize, errors)
-    wait_for_waiters(runtime, 2)
-    gate.opened.set()
-    first.join(GATE_S)
-    second.join(GATE_S)
-    assert not first.is_alive() and not second.is_alive()
-    assert errors == []
+    both_return_once_the_gate_opens(runtime, gate, first_stream.synchronize, second_stream.synchronize)
     assert (out.to_numpy(second_stream) == 14).all()
 
 
@@ -133,16 +133,7 @@ def test_an_event_waiter_wakes_when_another_threads_wait_records_the_event(
     out = dev.empty(16)
     stream.launch("test_gate", out)
     done = stream.record()
-    errors: list[BaseException] = []
-    first = in_thread(stream.synchronize, errors)
-    assert gate.entered.wait(GATE_S)
-    second = in_thread(done.synchronize, errors)
-    wait_for_waiters(runtime, 2)
-    gate.opened.set()
-    first.join(GATE_S)
-    second.join(GATE_S)
-    assert not first.is_alive() and not second.is_alive()
-    assert errors == []
+    both_return_once_the_gate_opens(runtime, gate, stream.synchronize, done.synchronize)
     assert (out.to_numpy(stream) == 7).all()
 
 
