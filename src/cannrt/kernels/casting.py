@@ -14,6 +14,16 @@ from cannrt.dtypes import FLOAT8_E8M0, FLOAT8_MAX
 
 ROUND_UP, ROUND_NEAREST, ROUND_DOWN = range(3)
 ROUND_MODES = {"up": ROUND_UP, "nearest": ROUND_NEAREST, "down": ROUND_DOWN}  # ONNX Cast round_mode
+
+
+def round_mode_code(mode: object) -> int:
+    """The code of an ONNX Cast round_mode ("up", "nearest", "down"); ValueError otherwise."""
+    try:
+        return ROUND_MODES[str(mode)]
+    except KeyError:
+        raise ValueError(f"round_mode {str(mode)!r} (expected {', '.join(ROUND_MODES)})") from None
+
+
 WIDE_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 

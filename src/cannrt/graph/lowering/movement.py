@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from cannrt.graph.lowering.context import Lowering, normalize_axis, rule
-from cannrt.kernels.casting import ROUND_MODES
+from cannrt.kernels.casting import round_mode_code
 from cannrt.kernels.nn.movement import PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_WRAP
 
 PAD_MODES = {"constant": PAD_CONSTANT, "reflect": PAD_REFLECT, "edge": PAD_EDGE, "wrap": PAD_WRAP}
@@ -173,10 +173,11 @@ def pad(low: Lowering) -> None:
 @rule("Cast", "CastLike")
 def cast(low: Lowering) -> None:
     """Cast / CastLike: saturate (float8 targets, default 1) and round_mode (E8M0 targets, default up)."""
-    mode = str(low.attr("round_mode", "up"))
-    if mode not in ROUND_MODES:
-        raise low.fail(f"round_mode {mode!r} (expected {', '.join(ROUND_MODES)})")
-    low.emit("cast", [low.input(0), low.output()], [int(low.attr("saturate", 1)), ROUND_MODES[mode]])
+    try:
+        mode = round_mode_code(low.attr("round_mode", "up"))
+    except ValueError as exc:
+        raise low.fail(str(exc)) from None
+    low.emit("cast", [low.input(0), low.output()], [int(low.attr("saturate", 1)), mode])
 
 
 @rule("Shape")
