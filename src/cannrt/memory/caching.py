@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from cannrt.memory.block_list import fit_key, merge_neighbours, split_off
 from cannrt.memory.caching_stats import KINDS, POOLS, PoolStats
 
 ROUND = 512
@@ -207,12 +208,8 @@ class CachingAllocator:
         return self._malloc(segment_size)
 
     def _split(self, block: Block, size: int) -> None:
-        rest = Block(block.address + size, block.size - size, block.segment, block.stream, prev=block, next=block.next)
-        if block.next is not None:
-            block.next.prev = rest
-        block.next = rest
-        block.size = size
-        self._insert_free(rest)
+        rest = Block(block.address + size, block.size - size, block.segment, block.stream)
+        self._insert_free(split_off(block, size, rest))
 
     def _count_block(self, block: Block, sign: int) -> None:
         """A block handed out (sign 1) or given back (-1): allocation and requested counts."""
@@ -270,23 +267,14 @@ class CachingAllocator:
         for neighbour in (block.prev, block.next):
             if neighbour is not None and not neighbour.allocated and not neighbour.pending:
                 self._remove_free(neighbour)
-                block = self._merge(block, neighbour)
+                block = merge_neighbours(block, neighbour)
         self._insert_free(block)
 
-    @staticmethod
-    def _merge(block: Block, neighbour: Block) -> Block:
-        first, second = (block, neighbour) if block.address < neighbour.address else (neighbour, block)
-        first.size += second.size
-        first.next = second.next
-        if second.next is not None:
-            second.next.prev = first
-        return first
-
     def _insert_free(self, block: Block) -> None:
-        bisect.insort(self._free_blocks.setdefault((block.segment.pool, block.stream), []), _key(block))
+        bisect.insort(self._free_blocks.setdefault((block.segment.pool, block.stream), []), fit_key(block))
 
     def _remove_free(self, block: Block) -> None:
-        self._free_blocks[(block.segment.pool, block.stream)].remove(_key(block))
+        self._free_blocks[(block.segment.pool, block.stream)].remove(fit_key(block))
 
     def _refresh_split(self, segment: Segment) -> None:
         """Recount the segment's inactive split blocks (free blocks of a segment in pieces)."""
@@ -394,7 +382,3 @@ class CachingAllocator:
 def _add(counts: dict[str, int], pool: str, kind: str, value: int) -> None:
     counts[f"{kind}.all.current"] += value
     counts[f"{kind}.{pool}.current"] += value
-
-
-def _key(block: Block) -> tuple[int, int, Block]:
-    return (block.size, block.address, block)

@@ -28,6 +28,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from cannrt.memory.block_list import fit_key, merge_neighbours, split_off
+
 ROUND = 512
 GRANULE = 2 << 20
 
@@ -139,15 +141,10 @@ class StreamOrderedPool:
             if block is None:
                 block = self._new_segment(size, stream)
             else:
-                self._free.remove(_key(block))
+                self._free.remove(fit_key(block))
             if block.size - size >= ROUND:
                 rest = _Block(block.address + size, block.size - size, block.segment, block.stream, block.event)
-                rest.prev, rest.next = block, block.next
-                if block.next is not None:
-                    block.next.prev = rest
-                block.next = rest
-                block.size = size
-                bisect.insort(self._free, _key(rest))
+                bisect.insort(self._free, fit_key(split_off(block, size, rest)))
             block.allocated, block.stream, block.event = True, stream, None
             self._live[block.address] = block
             self.used += block.size
@@ -219,9 +216,9 @@ class StreamOrderedPool:
                 self.on_event("block_free", address, -block.size, stream)
             for neighbour in (block.prev, block.next):
                 if neighbour is not None and not neighbour.allocated and self._mergeable(block, neighbour):
-                    self._free.remove(_key(neighbour))
+                    self._free.remove(fit_key(neighbour))
                     block = _merge(block, neighbour, stream, event)
-            bisect.insort(self._free, _key(block))
+            bisect.insort(self._free, fit_key(block))
 
     def _mergeable(self, block: _Block, neighbour: _Block) -> bool:
         if neighbour.stream == block.stream:
@@ -243,11 +240,11 @@ class StreamOrderedPool:
             settled = not block.allocated and not after.allocated
             settled = settled and all(b.event is None or self._done(b.event) for b in (block, after))
             if settled:
-                self._free.remove(_key(block))
-                self._free.remove(_key(after))
+                self._free.remove(fit_key(block))
+                self._free.remove(fit_key(after))
                 block.event = after.event = None
                 block = _merge(block, after, after.stream, None)
-                bisect.insort(self._free, _key(block))
+                bisect.insort(self._free, fit_key(block))
             else:
                 block = after
 
@@ -260,7 +257,7 @@ class StreamOrderedPool:
                 continue
             if head.event is not None and not self._done(head.event):
                 continue
-            self._free.remove(_key(head))
+            self._free.remove(fit_key(head))
             del self._segments[address]
             self.reserved -= size
             self._release(address)
@@ -298,14 +295,6 @@ class StreamOrderedPool:
 
 def _merge(block: _Block, neighbour: _Block, stream: Hashable, event: object) -> _Block:
     """One free block of two; the newer free (stream, event) decides when it may be reused."""
-    first, second = (block, neighbour) if block.address < neighbour.address else (neighbour, block)
-    first.size += second.size
-    first.next = second.next
-    if second.next is not None:
-        second.next.prev = first
+    first = merge_neighbours(block, neighbour)
     first.stream, first.event = stream, event
     return first
-
-
-def _key(block: _Block) -> tuple[int, int, _Block]:
-    return (block.size, block.address, block)
