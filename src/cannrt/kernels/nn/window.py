@@ -126,16 +126,23 @@ class Window:
         return np.asarray(result)
 
 
-def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype) -> np.ndarray:
-    """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
+def padded(
+    x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype, slack: int = 0
+) -> np.ndarray:
+    """x in dtype, padded with fill on the leading pads and as far as the last window reaches.
+    With slack > 0 the result is a fresh C-contiguous array followed in memory by `slack` zero
+    elements of its buffer (strided views may read past its last row into them)."""
     spatial = x.shape[2:]
     ends = [max(0, window.reach(a, n) - window.pads_begin[a] - spatial[a]) for a, n in enumerate(out)]
     if x.dtype == F16 and dtype == F32:
         x = widen(x)  # numba's conversion, then a plain fp32 copy into the padded frame
-    if not any(window.pads_begin) and not any(ends):
+    if not any(window.pads_begin) and not any(ends) and not slack:
         return x.astype(dtype, copy=False)
     shape = (*x.shape[:2], *(p + e + n for p, e, n in zip(window.pads_begin, ends, spatial, strict=True)))
-    xp = np.empty(shape, dtype=dtype)
+    size = int(np.prod(shape))
+    buffer = np.empty(size + slack, dtype=dtype)
+    buffer[size:] = 0
+    xp = buffer[:size].reshape(shape)
     inner: tuple[Any, ...] = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.pads_begin, spatial, strict=True)))
     for axis, (begin, end) in enumerate(zip(window.pads_begin, ends, strict=True)):  # fill only the frame
         lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
