@@ -33,7 +33,7 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
-from cannrt.kernels.nn.window import Window, padded
+from cannrt.kernels.nn.window import Window, padded, padded_rows
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
 DEPTHWISE_MAX_TAPS = 64  # per-offset accumulation beats a batch of tiny products up to this
@@ -173,32 +173,38 @@ def _plan(
     ]
 
 
-def _columns(xp: np.ndarray, window: Window, out: tuple[int, ...], item: _Item, cg: int, dtype: np.dtype) -> np.ndarray:
-    """(item's input channels * taps, band pixels) im2col matrix of one item's rows: one strided copy."""
+def _columns(x: np.ndarray, window: Window, out: tuple[int, ...], item: _Item, cg: int, dtype: np.dtype) -> np.ndarray:
+    """(item's input channels * taps, band pixels) im2col matrix of one item's rows: the padded
+    rows the band reads (built by the item), then one strided copy."""
     s, d, k = window.strides[0], window.dilations[0], window.kernel[0]
     channels = slice(item.g * cg + item.c0, item.g * cg + item.c1)
-    band = xp[item.n : item.n + 1, channels, item.r0 * s : (item.r1 - 1) * s + (k - 1) * d + 1]
+    rows = (item.r0 * s, (item.r1 - 1) * s + (k - 1) * d + 1)
+    band = padded_rows(x[item.n : item.n + 1, channels], window, out, rows, 0.0, dtype)
     shape = (item.r1 - item.r0, *out[1:])
     cols = np.empty(((item.c1 - item.c0) * math.prod(window.kernel), math.prod(shape)), dtype=dtype)
     np.copyto(cols.reshape(1, item.c1 - item.c0, *window.kernel, *shape), window.unfold(band, shape), casting="unsafe")
     return cols
 
 
-def _tap_sum(xp: np.ndarray, window: Window, per_tap: np.ndarray, item: _Item, cg: int) -> np.ndarray:
+def _tap_sum(
+    x: np.ndarray, window: Window, out: tuple[int, ...], per_tap: np.ndarray, item: _Item, cg: int
+) -> np.ndarray:
     """(item's output channels, band rows x padded width) sum over the kernel offsets of
     per_tap[offset] @ the (channels, rows x padded width) view of the padded input that the
-    offset reads: each view is a contiguous run per channel (xp has (kw - 1) * dw elements of
-    slack after it for the last run's dropped columns)."""
-    width = xp.shape[3]
-    length = (item.r1 - item.r0) * width
-    channel = item.g * cg + item.c0
+    offset reads: each view is a contiguous run per channel of the padded rows the band reads
+    (built by the item, with (kw - 1) * dw + 1 elements of slack after them for the last run's
+    dropped columns)."""
+    (dil_h, dil_w), channels = window.dilations, slice(item.g * cg + item.c0, item.g * cg + item.c1)
+    rows = (item.r0, item.r1 + (window.kernel[0] - 1) * dil_h)
+    slack = (window.kernel[1] - 1) * dil_w + 1
+    band = padded_rows(x[item.n : item.n + 1, channels], window, out, rows, 0.0, x.dtype, slack)
+    length = (item.r1 - item.r0) * band.shape[3]
     weights = per_tap[item.g, :, item.m0 : item.m1, item.c0 : item.c1]
-    total = np.empty((item.m1 - item.m0, length), dtype=xp.dtype)
+    total = np.empty((item.m1 - item.m0, length), dtype=x.dtype)
     part = np.empty_like(total) if len(weights) > 1 else total
-    strides = (xp.strides[1], xp.strides[3])
+    strides = (band.strides[1], band.strides[3])
     for index, (dh, dw) in enumerate(window.offsets()):
-        row, column = item.r0 + dh * window.dilations[0], dw * window.dilations[1]
-        start = xp[item.n, channel, row, column:]
+        start = band[0, 0, dh * dil_h, dw * dil_w :]
         view = np.lib.stride_tricks.as_strided(start, (item.c1 - item.c0, length), strides, writeable=False)
         np.matmul(weights[index], view, out=total if index == 0 else part)
         if index:
@@ -251,8 +257,7 @@ def convolve_into(
     weights = as_compute(w).reshape(group, mg, depth)
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
     b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
-    slack = (window.kernel[-1] - 1) * window.dilations[-1] + 1 if by_taps else 0  # also: always a fresh copy
-    xp = as_compute(x) if pointwise else padded(x, window, out, 0.0, dtype, slack)
+    xp = as_compute(x)  # each item pads the rows it reads
     items = _plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps)
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)
@@ -264,8 +269,8 @@ def convolve_into(
         channels = slice(item.g * mg + item.m0, item.g * mg + item.m1)
         bias_part = None if b is None else b[item.g, item.m0 : item.m1]
         if by_taps:
-            total = _tap_sum(xp, window, per_tap, item, cg)
-            valid = total.reshape(len(total), item.r1 - item.r0, xp.shape[3])[:, :, : out[1]]
+            total = _tap_sum(xp, window, out, per_tap, item, cg)
+            valid = total.reshape(len(total), item.r1 - item.r0, -1)[:, :, : out[1]]
             if summed:
                 np.copyto(partials[index].reshape(mg, *out), valid)
             else:
