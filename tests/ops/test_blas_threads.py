@@ -1,11 +1,17 @@
-"""The cube kernels leave the host BLAS on one thread (kernels/nn/blas.py)."""
+"""The cube kernels leave the host BLAS on one thread, and share their items with one helper thread
+that is backed off only when it stalls (kernels/nn/blas.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
+import pytest
 from onnx_reference import on_device, reference
 from threadpoolctl import threadpool_info
 
+from cannrt.kernels.nn import blas
 from cannrt.kernels.nn.blas import KERNEL_BLAS_THREADS
 from cannrt.runtime.core import Runtime
 
@@ -16,3 +22,60 @@ def test_a_conv_sets_the_host_blas_to_the_kernel_thread_count(rt: Runtime) -> No
     np.testing.assert_allclose(on_device("Conv", inputs, expected)[0], expected[0])
     blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
     assert blas and all(lib["num_threads"] == KERNEL_BLAS_THREADS for lib in blas)
+
+
+def _on_helper() -> bool:
+    return threading.current_thread().name.startswith("cannrt-kernel-blas")
+
+
+def test_a_helper_off_its_core_inside_an_item_is_a_stall() -> None:
+    started = threading.Event()
+    ran: list[str] = []
+
+    def body(index: int) -> None:  # the helper sleeps (off its core) holding its item: the caller waits
+        ran.append(threading.current_thread().name)
+        if _on_helper():
+            started.set()
+            time.sleep(0.05)
+        else:
+            assert started.wait(10)
+
+    stalls, splits = blas.STALLS[0], blas.SPLITS[0]
+    blas.parallel_for(2, body)
+    assert any(name.startswith("cannrt-kernel-blas") for name in ran)
+    assert blas.STALLS[0] == stalls + 1 and blas.SPLITS[0] == splits + 1
+    blas.parallel_for(2, lambda index: None)  # backed off: the caller alone
+    assert blas.SPLITS[0] == splits + 1
+
+
+def test_a_helper_that_starts_late_and_then_runs_is_no_stall(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The helper's item is on its core throughout (its CPU clock advances with the wall clock),
+    # so the test does not depend on this machine's load; it starts only after the caller took
+    # item 0 (its thread is held by an earlier job), and the caller waits for its whole item.
+    monkeypatch.setattr(blas, "thread_clock", time.perf_counter)
+    gate, took = threading.Event(), threading.Event()
+    blocker = blas._helper().submit(gate.wait, 10)
+    ran: dict[int, bool] = {}
+
+    def body(index: int) -> None:
+        ran[index] = _on_helper()
+        if _on_helper():
+            took.set()
+            time.sleep(0.05)
+        else:
+            gate.set()
+            assert took.wait(10)
+
+    stalls, splits = blas.STALLS[0], blas.SPLITS[0]
+    blas.parallel_for(2, body)
+    assert blocker.result() is True and ran == {0: False, 1: True}
+    assert blas.STALLS[0] == stalls  # the old rule (a wait over 30 % of the kernel) called this a stall
+    blas.parallel_for(2, lambda index: None)  # not backed off: still shared
+    assert blas.SPLITS[0] == splits + 2
+
+
+def test_the_stall_rule_needs_a_long_wait_mostly_off_core() -> None:
+    assert blas.stalled(waited=0.05, total=0.1, off_core=0.04)
+    assert not blas.stalled(waited=0.05, total=0.1, off_core=0.0)  # a late start: its item's own length
+    assert not blas.stalled(waited=0.01, total=0.1, off_core=0.01)  # a small share of the kernel
+    assert not blas.stalled(waited=1e-4, total=1.5e-4, off_core=1e-4)  # shorter than STALL_MIN_S

@@ -1,5 +1,6 @@
-"""Large convolutions are cut into items (row bands, or channel halves when bands would be thin)
-that both host threads compute straight into the output: every cut gives onnxruntime's result."""
+"""Large convolutions are cut into items (row bands, or channel halves when bands would be thin;
+per-tap products for few output channels) that both host threads compute: every cut gives
+onnxruntime's result."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 from onnx_reference import on_device, reference
 
 from cannrt.kernels.nn import blas
-from cannrt.kernels.nn.conv import MIN_BAND_PIXELS, _plan
+from cannrt.kernels.nn.conv import MIN_BAND_PIXELS, _by_taps, _plan
+from cannrt.kernels.nn.window import Window
 from cannrt.runtime.core import Runtime
 
 
@@ -21,22 +23,36 @@ def _rand(*shape: int, seed: int, dtype: type = np.float32) -> np.ndarray:
 
 
 def test_the_plan_bands_a_large_image_into_an_even_number_of_row_bands() -> None:
-    items, shared = _plan(1, 1, 64, (56, 56), 64 * 9, 4)
-    assert not shared and len(items) % 2 == 0 and len(items) >= 2
+    items = _plan(1, 1, 64, 64, (56, 56), 9, 4, False, False)
+    assert len(items) % 2 == 0 and len(items) >= 2
     assert [(i.r0, i.r1) for i in items] == sorted({(i.r0, i.r1) for i in items})
     assert items[0].r0 == 0 and items[-1].r1 == 56 and all(a.r1 == b.r0 for a, b in itertools.pairwise(items))
-    assert all((i.m0, i.m1) == (0, 64) for i in items)
+    assert all((i.m0, i.m1, i.c0, i.c1) == (0, 64, 0, 64) for i in items)
 
 
-def test_the_plan_splits_channels_when_bands_would_be_thin() -> None:
-    items, shared = _plan(1, 1, 2048, (7, 7), 512, 4)
-    assert shared and [(i.m0, i.m1) for i in items] == [(0, 1024), (1024, 2048)]
-    assert all((i.r0, i.r1) == (0, 7) for i in items) and MIN_BAND_PIXELS > 4 * 7
+def test_the_plan_splits_input_channels_when_bands_would_be_thin() -> None:
+    items = _plan(1, 1, 2048, 512, (7, 7), 1, 4, False, False)
+    assert [(i.c0, i.c1) for i in items] == [(0, 256), (256, 512)]  # each half its own im2col rows
+    assert all((i.r0, i.r1, i.m0, i.m1) == (0, 7, 0, 2048) for i in items) and MIN_BAND_PIXELS > 4 * 7
+
+
+def test_the_plan_splits_output_channels_of_a_thin_pointwise_product() -> None:
+    items = _plan(1, 1, 2048, 512, (7, 7), 1, 4, True, False)  # its im2col matrix is x: nothing to build
+    assert [(i.m0, i.m1) for i in items] == [(0, 1024), (1024, 2048)]
+    assert all((i.r0, i.r1, i.c0, i.c1) == (0, 7, 0, 512) for i in items)
+
+
+def test_per_tap_products_are_two_row_bands_of_one_image() -> None:
+    assert _by_taps(Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), 128, 32)
+    assert not _by_taps(Window((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)), 128, 32)  # strided
+    assert not _by_taps(Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), 128, 256)  # im2col pays off
+    items = _plan(1, 1, 32, 128, (56, 56), 9, 4, False, True)
+    assert [(i.r0, i.r1) for i in items] == [(0, 28), (28, 56)]
 
 
 def test_a_small_convolution_is_one_item() -> None:
-    items, shared = _plan(1, 1, 8, (6, 6), 36, 4)
-    assert len(items) == 1 and not shared
+    items = _plan(1, 1, 8, 4, (6, 6), 9, 4, False, False)
+    assert len(items) == 1
 
 
 CASES = {
@@ -45,6 +61,12 @@ CASES = {
     "1x1 bands on x": ((1, 128, 32, 32), (128, 128, 1, 1), {}),
     "1x1/2 bands": ((1, 256, 32, 32), (256, 256, 1, 1), {"strides": [2, 2]}),
     "channel halves": ((1, 256, 5, 5), (512, 256, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "channel halves, 7x7/2": ((1, 64, 12, 12), (256, 64, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    "per-tap bands": ((1, 128, 40, 40), (32, 128, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "per-tap, uneven pads, dilated": ((1, 96, 37, 33), (48, 96, 3, 5), {"pads": [2, 0, 1, 3], "dilations": [2, 1]}),
+    "per-tap, unpadded 3x1": ((1, 64, 60, 50), (64, 64, 3, 1), {}),
+    "per-tap, one item": ((1, 64, 10, 10), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    "per-tap, batch and groups": ((2, 256, 20, 20), (64, 128, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}),
     "1x1 channel halves": ((1, 512, 6, 6), (1024, 512, 1, 1), {}),
     "batch and groups": ((3, 32, 24, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}),
     "dilated, uneven pads": ((1, 48, 33, 31), (64, 48, 3, 3), {"pads": [2, 0, 1, 2], "dilations": [2, 2]}),
@@ -59,10 +81,10 @@ def test_each_cut_matches_onnxruntime_in_fp32(rt: Runtime, case: str) -> None:
     expected = reference("Conv", inputs, **attrs)
     (got,) = on_device("Conv", inputs, expected, **attrs)
     np.testing.assert_allclose(got, expected[0], rtol=1e-3, atol=1e-3)
-    assert blas.SPLITS[0] > before  # each case is large enough to be shared with the helper
+    assert (blas.SPLITS[0] > before) == ("one item" not in case)  # the others are shared with the helper
 
 
-@pytest.mark.parametrize("case", ["3x3 bands", "1x1 bands on x", "channel halves"])
+@pytest.mark.parametrize("case", ["3x3 bands", "1x1 bands on x", "channel halves", "per-tap bands"])
 def test_each_cut_rounds_once_into_an_fp16_output(rt: Runtime, case: str) -> None:
     x_shape, w_shape, attrs = CASES[case]
     inputs = {

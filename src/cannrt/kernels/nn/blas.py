@@ -16,7 +16,10 @@ one helper thread, both pulling the next item from one shared counter. A helper 
 scheduler does not start (a loaded machine) costs nothing: the caller runs every item and
 withdraws the helper's job instead of waiting for it; one descheduled while it holds an item
 makes the caller wait, and after such a stall kernels run on the caller alone for a while
-(longer while the stalls repeat).
+(longer while the stalls repeat). A stall is told from a late start (on a quiet machine the
+helper wakes 0.05-0.2 ms after the caller started, and a kernel of two items then ends with the
+caller waiting that long) by the helper's own clocks: it was off its core (wall time minus
+thread CPU time over the items it held) for most of the caller's wait.
 """
 
 from __future__ import annotations
@@ -60,12 +63,14 @@ def _helper() -> ThreadPoolExecutor:
         return _pool[0]
 
 
-STALL_SHARE = 0.3  # the caller waited this share of a shared kernel for the helper: the host is loaded
-STALL_MIN_S = 2e-4  # ... and at least this long (shorter waits are the last item's own length)
+STALL_SHARE = 0.3  # the caller waited this share of a shared kernel for the helper ...
+STALL_MIN_S = 2e-4  # ... and at least this long (shorter waits are the last item's own length) ...
+OFF_CORE_SHARE = 0.5  # ... and the helper was off its core for this share of the wait: a stall
 BACKOFF_MIN_S = 0.05  # after a stall, kernels run on the caller alone this long, doubled while
 BACKOFF_MAX_S = 2.0  # ... the helper stalls again at each retry (a loaded spell lasts seconds)
 _backoff = [0.0, BACKOFF_MIN_S]  # perf_counter() until which kernels run on the caller alone; the next length
 STALLS = [0]  # stalls seen so far (tests read it)
+thread_clock = time.thread_time  # CPU time of the calling thread (tests replace it)
 
 
 def reset_backoff() -> None:
@@ -74,22 +79,31 @@ def reset_backoff() -> None:
     _backoff[0], _backoff[1] = 0.0, BACKOFF_MIN_S
 
 
+def stalled(waited: float, total: float, off_core: float) -> bool:
+    """Whether a shared kernel stalled on its helper: the caller waited for it at least
+    STALL_MIN_S and STALL_SHARE of the kernel's wall time, and the helper spent most of that
+    wait (OFF_CORE_SHARE) off its core while holding an item. A helper that started late but
+    then ran on its core is no stall: the wait is its item's own length."""
+    return waited > STALL_MIN_S and waited > STALL_SHARE * total and off_core > OFF_CORE_SHARE * waited
+
+
 def parallel_for(count: int, body: Callable[[int], None]) -> None:
     """body(i) for every i in range(count), on the calling thread and one helper: each takes the
     next index from a shared counter until none is left. An exception in either is raised here,
     after both stopped.
 
     On a loaded host the helper may be descheduled while it holds an item, and the caller can
-    only wait: when that wait is a large share of the kernel (the helper got no core), kernels
-    run on the caller alone for BACKOFF_MIN_S, doubled up to BACKOFF_MAX_S each time the helper
-    stalls again when it is next tried (a loaded spell lasts seconds; a stall on a quiet host is
-    a one-off), and back to the shortest once a shared kernel ran without a stall."""
+    only wait: after such a stall (`stalled`), kernels run on the caller alone for BACKOFF_MIN_S,
+    doubled up to BACKOFF_MAX_S each time the helper stalls again when it is next tried (a
+    loaded spell lasts seconds; a stall on a quiet host is a one-off), and back to the shortest
+    once a shared kernel ran without a stall."""
     if count <= 1 or (_backoff[0] and time.perf_counter() < _backoff[0]):
         for index in range(count):
             body(index)
         return
     SPLITS[0] += 1
     counter = itertools.count()  # next() on it is atomic: one C call under the GIL
+    off_core = [0.0]  # the helper's wall time minus its CPU time over the items it held
 
     def drain() -> None:
         for index in counter:
@@ -97,8 +111,18 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
                 return
             body(index)
 
+    def helper_drain() -> None:
+        for index in counter:
+            if index >= count:
+                return
+            wall, cpu = time.perf_counter(), thread_clock()
+            try:
+                body(index)
+            finally:
+                off_core[0] += max(0.0, (time.perf_counter() - wall) - (thread_clock() - cpu))
+
     started = time.perf_counter()
-    job = _helper().submit(drain)
+    job = _helper().submit(helper_drain)
     try:
         drain()
     finally:
@@ -106,8 +130,7 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
         if not job.cancel():  # the helper started: it finishes the item it holds
             job.result()
     now = time.perf_counter()
-    waited, total = now - mine, now - started
-    if waited > STALL_MIN_S and waited > STALL_SHARE * total:
+    if stalled(now - mine, now - started, off_core[0]):
         STALLS[0] += 1
         _backoff[0] = now + _backoff[1]
         _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S)

@@ -5,7 +5,9 @@ group, activation code, the window (kernel, strides, dilations, pads begin, pads
 then floats activation alpha, beta. A large convolution is cut into bands of output rows: per band
 one strided copy gathers its im2col matrix (a 1x1 unit-stride convolution multiplies x itself)
 and one product writes the band of the output in place, the bias and activation following while
-the band is in cache; bands run on both host threads. A depthwise convolution accumulates per
+the band is in cache; bands (or, for a small image, halves of the channels) run on both host
+threads. A unit-stride 2-D convolution with few output channels skips im2col: one product per
+kernel offset on a strided view of the padded input. A depthwise convolution accumulates per
 kernel offset on the vector path. Reduced precision computes in fp32 and casts the result, as
 the cube accumulates.
 """
@@ -31,7 +33,7 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
-from cannrt.kernels.nn.window import Window, padded
+from cannrt.kernels.nn.window import Window, padded, padded_rows
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
 DEPTHWISE_MAX_TAPS = 64  # per-offset accumulation beats a batch of tiny products up to this
@@ -106,14 +108,17 @@ def _work(specs: ArgSpecs, bias: bool) -> Work:
 
 
 BAND_BYTES = 2 << 20  # im2col bytes per band: a band's matrix stays in L2 while its product reads it
-MIN_BAND_PIXELS = 128  # bands narrower than this make thin products: split the output channels instead
-MIN_CHANNEL_PART = 32  # output channels per part when the channels are split
+MIN_BAND_PIXELS = 128  # bands narrower than this make thin products: split the channels instead
+MIN_CHANNEL_PART = 32  # output channels per part when a pointwise convolution's channels are split
+TAPS_MAX_CHANNELS = 64  # per-tap products (no im2col) for at most this many output channels per group
+TAPS_MIN_CHANNELS = 64  # ... and at least this many input channels per group (the product's depth)
 
 
 @dataclass(frozen=True)
 class _Item:
     """One product of a convolution: image n, group g, output rows [r0, r1) of the first spatial
-    axis, output channels [m0, m1) of the group."""
+    axis, output channels [m0, m1) and input channels [c0, c1) of the group (an input-channel
+    part computes a partial sum, added to the other parts' when all are done)."""
 
     n: int
     g: int
@@ -121,48 +126,108 @@ class _Item:
     r1: int
     m0: int
     m1: int
+    c0: int
+    c1: int
 
 
-def _plan(n: int, group: int, mg: int, out: tuple[int, ...], depth: int, itemsize: int) -> tuple[list[_Item], bool]:
-    """The items of a convolution, and whether they share one im2col matrix (channel parts).
-    Large products are cut into row bands of about BAND_BYTES of im2col (an even count when
-    there is one image and group, so both host threads get the same share), or into two channel
-    halves when such bands would be thinner than MIN_BAND_PIXELS."""
+def _by_taps(window: Window, cg: int, mg: int) -> bool:
+    """A 2-D unit-stride convolution with few output channels and deep input: one product per
+    kernel offset on a strided view of the padded input (rows of the padded width, the extra
+    columns dropped), accumulated; small-M products on a K x pixels im2col matrix are slow in
+    OpenBLAS (it packs the whole matrix for a few rows), and no im2col copy is made."""
+    two_d = len(window.kernel) == 2 and window.strides == (1, 1)
+    return two_d and mg <= TAPS_MAX_CHANNELS and cg >= TAPS_MIN_CHANNELS
+
+
+def _plan(
+    n: int, group: int, mg: int, cg: int, out: tuple[int, ...], taps: int, itemsize: int, pointwise: bool, by_taps: bool
+) -> list[_Item]:
+    """The items of a convolution. Large products are cut into row bands (of about BAND_BYTES
+    of im2col, two for the per-tap products; an even count when there is one image and group,
+    so both host threads get the same share); when such bands would be thinner than
+    MIN_BAND_PIXELS, into two halves of the output channels (pointwise: the im2col matrix is x)
+    or of the input channels (each half builds its own im2col rows; partial sums)."""
     rest = math.prod(out[1:])
     pixels = out[0] * rest
-    rows, parts = max(1, out[0]), 1
+    depth = cg * taps
+    rows, m_parts, c_parts = max(1, out[0]), 1, 1
     if 2.0 * n * group * mg * depth * pixels >= blas.SPLIT_FLOPS:
         single = n * group == 1
-        bands = max(2 if single else 1, -(-pixels * depth * itemsize // BAND_BYTES))
+        bands = 1 if by_taps else -(-pixels * depth * itemsize // BAND_BYTES)
+        bands = max(2 if single else 1, bands)
         bands += bands % 2 if single else 0
         rows = -(-out[0] // min(bands, out[0]))
-        if single and (rows * rest < MIN_BAND_PIXELS or rows == out[0]) and mg >= 2 * MIN_CHANNEL_PART:
-            rows, parts = out[0], 2
-    half = -(-mg // parts)
-    items = [
-        _Item(i, g, r0, min(r0 + rows, out[0]), m0, min(m0 + half, mg))
+        if single and (rows * rest < MIN_BAND_PIXELS or rows == out[0]):
+            if pointwise and mg >= 2 * MIN_CHANNEL_PART:
+                rows, m_parts = out[0], 2
+            elif not pointwise and cg >= 2:
+                rows, c_parts = out[0], 2
+    m_half, c_half = -(-mg // m_parts), -(-cg // c_parts)
+    return [
+        _Item(i, g, r0, min(r0 + rows, out[0]), m0, min(m0 + m_half, mg), c0, min(c0 + c_half, cg))
         for i in range(n)
         for g in range(group)
         for r0 in range(0, out[0], rows)
-        for m0 in range(0, mg, half)
+        for m0 in range(0, mg, m_half)
+        for c0 in range(0, cg, c_half)
     ]
-    return items, parts > 1
 
 
-def _columns(xp: np.ndarray, window: Window, out: tuple[int, ...], item: _Item, cg: int, dtype: np.dtype) -> np.ndarray:
-    """(C/group * taps, band pixels) im2col matrix of one item's rows: one strided copy."""
+def _columns(x: np.ndarray, window: Window, out: tuple[int, ...], item: _Item, cg: int, dtype: np.dtype) -> np.ndarray:
+    """(item's input channels * taps, band pixels) im2col matrix of one item's rows: the padded
+    rows the band reads (built by the item), then one strided copy."""
     s, d, k = window.strides[0], window.dilations[0], window.kernel[0]
-    channels = slice(item.g * cg, (item.g + 1) * cg)
-    band = xp[item.n : item.n + 1, channels, item.r0 * s : (item.r1 - 1) * s + (k - 1) * d + 1]
+    channels = slice(item.g * cg + item.c0, item.g * cg + item.c1)
+    rows = (item.r0 * s, (item.r1 - 1) * s + (k - 1) * d + 1)
+    band = padded_rows(x[item.n : item.n + 1, channels], window, out, rows, 0.0, dtype)
     shape = (item.r1 - item.r0, *out[1:])
-    cols = np.empty((cg * math.prod(window.kernel), math.prod(shape)), dtype=dtype)
-    np.copyto(cols.reshape(1, cg, *window.kernel, *shape), window.unfold(band, shape), casting="unsafe")
+    cols = np.empty(((item.c1 - item.c0) * math.prod(window.kernel), math.prod(shape)), dtype=dtype)
+    np.copyto(cols.reshape(1, item.c1 - item.c0, *window.kernel, *shape), window.unfold(band, shape), casting="unsafe")
     return cols
+
+
+def _tap_sum(
+    x: np.ndarray, window: Window, out: tuple[int, ...], per_tap: np.ndarray, item: _Item, cg: int
+) -> np.ndarray:
+    """(item's output channels, band rows x padded width) sum over the kernel offsets of
+    per_tap[offset] @ the (channels, rows x padded width) view of the padded input that the
+    offset reads: each view is a contiguous run per channel of the padded rows the band reads
+    (built by the item, with (kw - 1) * dw + 1 elements of slack after them for the last run's
+    dropped columns)."""
+    (dil_h, dil_w), channels = window.dilations, slice(item.g * cg + item.c0, item.g * cg + item.c1)
+    rows = (item.r0, item.r1 + (window.kernel[0] - 1) * dil_h)
+    slack = (window.kernel[1] - 1) * dil_w + 1
+    band = padded_rows(x[item.n : item.n + 1, channels], window, out, rows, 0.0, x.dtype, slack)
+    length = (item.r1 - item.r0) * band.shape[3]
+    weights = per_tap[item.g, :, item.m0 : item.m1, item.c0 : item.c1]
+    total = np.empty((item.m1 - item.m0, length), dtype=x.dtype)
+    part = np.empty_like(total) if len(weights) > 1 else total
+    strides = (band.strides[1], band.strides[3])
+    for index, (dh, dw) in enumerate(window.offsets()):
+        start = band[0, 0, dh * dil_h, dw * dil_w :]
+        view = np.lib.stride_tricks.as_strided(start, (item.c1 - item.c0, length), strides, writeable=False)
+        np.matmul(weights[index], view, out=total if index == 0 else part)
+        if index:
+            total += part
+    return total
 
 
 def _pointwise(x: np.ndarray, window: Window, out: tuple[int, ...]) -> bool:
     """A 1x1 unit-stride unpadded window: the im2col matrix is x itself."""
     return math.prod(window.kernel) == 1 and all(s == 1 for s in window.strides) and tuple(x.shape[2:]) == out
+
+
+def _finish(view: np.ndarray, result: np.ndarray, bias: np.ndarray | None, act: tuple[int, float, float]) -> None:
+    """view = act(result + bias), in view itself when it is of result's dtype (bias (m, 1, ...))."""
+    if view.dtype == result.dtype:
+        if bias is None:
+            np.copyto(view, result)
+        else:
+            np.add(result, bias, out=view)
+        activate(view, *act)
+    else:
+        band = result + bias if bias is not None else result
+        store(view, activate(band, *act))
 
 
 def convolve_into(
@@ -174,46 +239,68 @@ def convolve_into(
     y: np.ndarray,
     activation: tuple[int, float, float],
 ) -> None:
-    """y = act(conv(x, w) + bias), computed in the compute dtype: per item one im2col band and
-    one product written straight into y's band (through a band-sized buffer when y is of
-    another dtype), then the bias and activation on that band while it is in cache. Items run
+    """y = act(conv(x, w) + bias), computed in the compute dtype: per item one im2col band (or
+    per-tap products, `_by_taps`) and one product written straight into y's band (through a
+    band-sized buffer when y is of another dtype), then the bias and activation on that band
+    while it is in cache; input-channel parts sum their partial products at the end. Items run
     on both host threads (blas.parallel_for)."""
     dtype = compute_dtype(x)
     n, c = x.shape[:2]
     m = w.shape[0]
     cg, mg = c // group, m // group
     out = tuple(y.shape[2:])
-    depth = cg * math.prod(window.kernel)
+    taps = math.prod(window.kernel)
+    depth = cg * taps
     rest = math.prod(out[1:])
+    by_taps = _by_taps(window, cg, mg)
+    pointwise = not by_taps and _pointwise(x, window, out)
     weights = as_compute(w).reshape(group, mg, depth)
+    per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
     b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
-    pointwise = _pointwise(x, window, out)
-    xp = as_compute(x) if pointwise else padded(x, window, out, 0.0, dtype)
-    items, shared = _plan(n, group, mg, out, depth, dtype.itemsize)
+    xp = as_compute(x)  # each item pads the rows it reads
+    items = _plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps)
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)
-    common = None
-    if shared and not pointwise:
-        common = _columns(xp, window, out, items[0], cg, dtype)
+    summed = len(items) > 1 and items[0].c1 < cg
+    partials = [np.empty((mg, out[0] * rest), dtype) for _ in items] if summed else []
 
     def run(index: int) -> None:
         item = items[index]
+        channels = slice(item.g * mg + item.m0, item.g * mg + item.m1)
+        bias_part = None if b is None else b[item.g, item.m0 : item.m1]
+        if by_taps:
+            total = _tap_sum(xp, window, out, per_tap, item, cg)
+            valid = total.reshape(len(total), item.r1 - item.r0, -1)[:, :, : out[1]]
+            if summed:
+                np.copyto(partials[index].reshape(mg, *out), valid)
+            else:
+                view = target[item.n, channels, item.r0 : item.r1]
+                _finish(view, valid, None if bias_part is None else bias_part[:, :, None], activation)
+            return
         if pointwise:
-            plane = xp[item.n, item.g * cg : (item.g + 1) * cg].reshape(cg, -1)
+            plane = xp[item.n, item.g * cg + item.c0 : item.g * cg + item.c1].reshape(item.c1 - item.c0, -1)
             cols = plane[:, item.r0 * rest : item.r1 * rest]
         else:
-            cols = common if common is not None else _columns(xp, window, out, item, cg, dtype)
-        channels = slice(item.g * mg + item.m0, item.g * mg + item.m1)
+            cols = _columns(xp, window, out, item, cg, dtype)
+        product = weights[item.g, item.m0 : item.m1, item.c0 * taps : item.c1 * taps]
+        if summed:
+            np.matmul(product, cols, out=partials[index])
+            return
         view = flat[item.n, channels, item.r0 * rest : item.r1 * rest]
         band = view if view.dtype == dtype else np.empty(view.shape, dtype)
-        np.matmul(weights[item.g, item.m0 : item.m1], cols, out=band)
-        if b is not None:
-            band += b[item.g, item.m0 : item.m1]
+        np.matmul(product, cols, out=band)
+        if bias_part is not None:
+            band += bias_part
         activate(band, *activation)
         if band is not view:
             store(view, band)
 
     blas.parallel_for(len(items), run)
+    if summed:  # one image and group, all its rows and output channels: the parts add up
+        total = partials[0]
+        for partial in partials[1:]:
+            total += partial
+        _finish(flat[0], total, None if b is None else b[0], activation)
     if target is not y:
         store(y, target)
 

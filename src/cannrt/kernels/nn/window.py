@@ -9,6 +9,7 @@ inferred; the kernel pads the trailing edge as far as the last window reaches.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,22 +127,57 @@ class Window:
         return np.asarray(result)
 
 
-def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype) -> np.ndarray:
-    """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
-    spatial = x.shape[2:]
-    ends = [max(0, window.reach(a, n) - window.pads_begin[a] - spatial[a]) for a, n in enumerate(out)]
+def padded(
+    x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype, slack: int = 0
+) -> np.ndarray:
+    """x in dtype, padded with fill on the leading pads and as far as the last window reaches.
+    With slack > 0 the result is a fresh C-contiguous array followed in memory by `slack` zero
+    elements of its buffer (strided views may read past its last row into them)."""
     if x.dtype == F16 and dtype == F32:
         x = widen(x)  # numba's conversion, then a plain fp32 copy into the padded frame
-    if not any(window.pads_begin) and not any(ends):
-        return x.astype(dtype, copy=False)
-    shape = (*x.shape[:2], *(p + e + n for p, e, n in zip(window.pads_begin, ends, spatial, strict=True)))
-    xp = np.empty(shape, dtype=dtype)
-    inner: tuple[Any, ...] = (Ellipsis, *(slice(p, p + n) for p, n in zip(window.pads_begin, spatial, strict=True)))
-    for axis, (begin, end) in enumerate(zip(window.pads_begin, ends, strict=True)):  # fill only the frame
+    return padded_rows(x, window, out, (0, padded_extents(x, window, out)[0]), fill, dtype, slack)
+
+
+def padded_extents(x: np.ndarray, window: Window, out: Sequence[int]) -> list[int]:
+    """The spatial extents of `padded`'s result."""
+    spatial = x.shape[2:]
+    return [max(window.reach(a, n), window.pads_begin[a] + spatial[a]) for a, n in enumerate(out)]
+
+
+def padded_rows(
+    x: np.ndarray,
+    window: Window,
+    out: Sequence[int],
+    rows: tuple[int, int],
+    fill: float,
+    dtype: np.dtype,
+    slack: int = 0,
+) -> np.ndarray:
+    """Rows [start, stop) of the first spatial axis of `padded(x, ...)`, built from x alone (so
+    that each band of a kernel pads its own rows): x itself (in dtype) where no pad reaches into
+    them and slack is 0, else a fresh array with `slack` zero elements after it."""
+    spatial = x.shape[2:]
+    extents = padded_extents(x, window, out)
+    start, stop = rows
+    pads = [(window.pads_begin[a], extents[a] - window.pads_begin[a] - spatial[a]) for a in range(len(spatial))]
+    begin = min(max(0, pads[0][0] - start), stop - start)  # the pad rows before x's first ...
+    end = min(max(0, stop - pads[0][0] - spatial[0]), stop - start - begin)  # ... and after its last
+    inside = stop - start - begin - end
+    first = start + begin - pads[0][0] if inside else 0  # x's rows [first, last) are inside
+    last, pads[0] = first + inside, (begin, end)
+    if not slack and not any(begin or end for begin, end in pads):
+        return x[:, :, first:last].astype(dtype, copy=False)
+    shape = (*x.shape[:2], stop - start, *extents[1:])
+    size = math.prod(shape)
+    buffer = np.empty(size + slack, dtype=dtype)
+    buffer[size:] = 0
+    xp = buffer[:size].reshape(shape)
+    for axis, (begin, end) in enumerate(pads):  # fill only the frame
         lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
         xp[(*lead, slice(0, begin))] = fill
         xp[(*lead, slice(xp.shape[2 + axis] - end, None))] = fill
-    xp[inner] = x
+    inner: tuple[Any, ...] = (Ellipsis, *(slice(begin, xp.shape[2 + a] - end) for a, (begin, end) in enumerate(pads)))
+    xp[inner] = x[:, :, first:last]
     return xp
 
 
