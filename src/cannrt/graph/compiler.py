@@ -20,6 +20,7 @@ from cannrt.config import PRESETS
 from cannrt.dtypes import FORMAT_CODES, acl_code
 from cannrt.graph.describe import describe
 from cannrt.graph.errors import GraphError, ShapeError, UnsupportedOpError
+from cannrt.graph.inplace import InPlace, choose_concat_places
 from cannrt.graph.ir import Graph, nbytes
 from cannrt.graph.lowering import Lowered, LoweringError, Node, lower, supported_ops
 from cannrt.graph.memory import Usage, WeightSection, plan_feature_maps
@@ -33,6 +34,7 @@ from cannrt.om import Gear, IoDesc, OfflineModel
 ONNX_FORMATS = ("NCHW", "ND", "NCDHW")  # what atc takes for --framework=5
 MBATCH_INPUT = "ascend_mbatch_shape_data"
 ALIASABLE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
+CONCAT_INTO = "nn.concat_into"
 LOG = logging.getLogger("cannrt.graph")
 
 
@@ -51,6 +53,7 @@ class CompileOptions:
     max_streams: int = 4
     plan_time_limit: float = 5.0  # seconds the memory planner may search per gear
     optimize: bool = True  # run the graph passes (folding always runs)
+    concat_in_place: bool = True  # producers write straight into a Concat's output (graph.inplace)
     name: str | None = None
 
 
@@ -63,6 +66,7 @@ class CompiledGear:
     nodes: tuple[Node, ...]  # the nodes that became tasks
     streams: tuple[int, ...]  # per task node
     alias: Mapping[str, str]  # reshaped output -> the tensor whose buffer it shares
+    inplace: InPlace  # the reshape aliases and the concat inputs placed in their outputs
     seconds: float
 
 
@@ -101,7 +105,7 @@ def compile_model(
         inputs.append(IoDesc(MBATCH_INPUT, acl_code(np.int64), FORMAT_CODES["ND"], (1,), 8))
         gears = [replace(g, input_shapes=(*g.input_shapes, (1,))) for g in gears]
     name = options.name or first.name
-    graph = describe(largest.graph, largest.nodes, largest.streams, largest.alias, options)
+    graph = describe(largest.graph, largest.nodes, largest.streams, largest.inplace, options)
     graph["gears"] = [{"batch": c.gear.batch, "seconds": round(c.seconds, 3)} for c in compiled]
     return OfflineModel(
         name=name,
@@ -142,14 +146,21 @@ def compile_gear(
     start = time.perf_counter()
     graph = prepare_graph(model, options, shapes)
     alias = choose_aliases(graph)
-    nodes = [node for node in graph.nodes if node.outputs[0] not in alias]
-    lowered = [_lower(node, graph, cores) for node in nodes]
-    usage, deps = _usage(nodes, lowered, graph, alias)
+    inplace = choose_concat_places(graph, alias, options.concat_in_place)
+    nodes, lowered = [], []
+    for node in graph.nodes:
+        if node.outputs[0] in alias:
+            continue
+        low = _without_placed_copies(_lower(node, graph, cores), inplace.placed.get(node.name, frozenset()))
+        if low.steps:
+            nodes.append(node)
+            lowered.append(low)
+    usage, deps = _usage(nodes, lowered, graph, inplace)
     streams = assign_streams(deps, options.parallel_streams, options.max_streams)
     sched = schedule(streams, deps)
     sizes = {name: nbytes(value) for name, value in graph.values.items()}
     sizes.update({v.name: nbytes(v) for low in lowered for v in low.scratch})
-    fm = plan_feature_maps(usage, sizes, alias, graph.inputs, graph.outputs, sched, options.plan_time_limit)
+    fm = plan_feature_maps(usage, sizes, inplace, graph.inputs, graph.outputs, sched, options.plan_time_limit)
     task_list = generate(nodes, lowered, sched, fm, graph.values, graph.constants, weights, graph.outputs)
     gear = Gear(
         batch=batch,
@@ -179,7 +190,7 @@ def compile_gear(
         seconds,
     )
     return CompiledGear(
-        graph, gear, task_list.num_events, sched.num_streams, tuple(nodes), tuple(streams), alias, seconds
+        graph, gear, task_list.num_events, sched.num_streams, tuple(nodes), tuple(streams), alias, inplace, seconds
     )
 
 
@@ -214,6 +225,14 @@ def choose_aliases(graph: Graph) -> dict[str, str]:
     return alias
 
 
+def _without_placed_copies(low: Lowered, placed: frozenset[tuple[str, int]]) -> Lowered:
+    """A Concat's launches less the concat_into copies of the inputs placed in its output."""
+    if not placed:
+        return low
+    steps = tuple(s for s in low.steps if not (s.kernel == CONCAT_INTO and (s.args[0], s.args[3]) in placed))
+    return replace(low, steps=steps)
+
+
 def _lower(node: Node, graph: Graph, cores: int) -> Lowered:
     if node.op_type not in supported_ops():
         raise UnsupportedOpError(node.name, node.op_type)
@@ -224,12 +243,23 @@ def _lower(node: Node, graph: Graph, cores: int) -> Lowered:
 
 
 def _usage(
-    nodes: Sequence[Node], lowered: Sequence[Lowered], graph: Graph, alias: Mapping[str, str]
+    nodes: Sequence[Node], lowered: Sequence[Lowered], graph: Graph, inplace: InPlace
 ) -> tuple[Usage, list[list[int]]]:
-    """Launch spans, reads and writes of the task nodes, and each one's producers among them."""
+    """Launch spans, reads and writes of the task nodes, and each one's producers among them: a
+    read depends on the writer of the tensor and on the writers of every tensor placed in it."""
     writer: dict[str, int] = {}
+    inside = inplace.contents()
     spans, reads, writes, scratch, deps = [], [], [], [], []
     step = 0
+
+    def writers_of(name: str, found: set[int]) -> None:
+        if name in writer:
+            found.add(writer[name])
+        if name in inplace.alias:  # a reshape: its input's bytes
+            writers_of(inplace.alias[name], found)
+        for member in inside.get(name, ()):  # a concat output: its placed inputs' bytes too
+            writers_of(member, found)
+
     for n, (node, low) in enumerate(zip(nodes, lowered, strict=True)):
         temps = {v.name for v in low.scratch}
         named = {a for s in low.steps for a in s.args if isinstance(a, str)}
@@ -238,13 +268,9 @@ def _usage(
         stray = named - temps - set(mine_in) - set(mine_out) - set(graph.constants)
         if stray:
             raise GraphError(f"node {node.name!r} ({node.op_type}): its kernels name {sorted(stray)}, not its tensors")
-        producers = []
+        producers: set[int] = set()
         for name in mine_in:
-            r = name
-            while r in alias:
-                r = alias[r]
-            if r in writer:
-                producers.append(writer[r])
+            writers_of(name, producers)
         for name in mine_out:
             writer[name] = n
         spans.append((step, step + len(low.steps)))
@@ -252,7 +278,7 @@ def _usage(
         reads.append(mine_in)
         writes.append(mine_out)
         scratch.append([(v.name, nbytes(v)) for v in low.scratch])
-        deps.append(sorted(set(producers)))
+        deps.append(sorted(producers))
     return Usage(spans, reads, writes, scratch, step), deps
 
 

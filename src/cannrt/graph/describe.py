@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cannrt.graph.inplace import InPlace
 from cannrt.graph.ir import Graph
 from cannrt.graph.lowering import Node
 
@@ -39,10 +40,11 @@ def describe(
     graph: Graph,
     nodes: Sequence[Node],
     streams: Sequence[int],
-    alias: Mapping[str, str],
+    inplace: InPlace,
     options: CompileOptions,
 ) -> dict[str, Any]:
-    """Inputs, outputs, every node (with its stream, or the tensor a data-free reshape aliases)."""
+    """Inputs, outputs, every node (with its stream, or the tensor a data-free reshape aliases),
+    and per Concat the inputs placed in its output (input -> byte offset)."""
 
     def tensor(name: str) -> dict[str, Any]:
         value = graph.values[name]
@@ -60,8 +62,11 @@ def describe(
         }
         if node.name in stream_of:
             entry["stream"] = stream_of[node.name]
-        else:
-            entry["alias_of"] = alias.get(node.outputs[0], "")
+        elif node.op_type != "Concat":
+            entry["alias_of"] = inplace.alias.get(node.outputs[0], "")
+        if node.name in inplace.placed:
+            base = inplace.root(node.outputs[0])[1]
+            entry["in_place"] = {name: inplace.root(name)[1] - base for name, _ in sorted(inplace.placed[node.name])}
         described.append(entry)
     return {
         "name": graph.name,

@@ -1,8 +1,9 @@
 """Memory assignment (GE's GraphMemoryAssigner): the weight section, the feature-map plan, the I/O blocks.
 
 - Weights: packed in order of first use from offset 512, each rounded up to 512 bytes.
-- Feature maps: one buffer per tensor (a data-free reshape shares its input's buffer, so the group
-  lives from the first write to the last read of any member), sizes rounded up to 512 bytes and
+- Feature maps: one buffer per tensor (a data-free reshape shares its input's buffer, a Concat
+  input placed in place lives in its output's, graph.inplace; the group lives from the first
+  write to the last read of any member), sizes rounded up to 512 bytes and
   512-aligned, placed by cannrt.memory.planner from their lifetimes on the kernel-launch timeline.
   Across streams a buffer stays live until, on every stream, the next launch is ordered after all
   its readers (event waits), so two tensors share bytes only where a dependency orders them.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cannrt.graph.errors import GraphError
+from cannrt.graph.inplace import InPlace
 from cannrt.graph.streams import Schedule
 from cannrt.memory.planner import Buffer, PlannerError, lower_bound, plan
 from cannrt.om import Section
@@ -111,53 +113,52 @@ class Usage:
 def plan_feature_maps(
     usage: Usage,
     sizes: Mapping[str, int],
-    alias: Mapping[str, str],
+    inplace: InPlace,
     inputs: Sequence[str],
     outputs: Sequence[str],
     sched: Schedule,
     time_limit: float,
 ) -> FeatureMapPlan:
-    """Places for every non-constant tensor the tasks touch, and the planned work section."""
-
-    def root(name: str) -> str:
-        while name in alias:
-            name = alias[name]
-        return name
-
+    """Places for every non-constant tensor the tasks touch, and the planned work section. Tensors
+    sharing bytes (reshape aliases, concat inputs placed in their output) form one buffer, owned
+    by their root, live from the first write of any of them to the last read of any."""
     places: dict[str, Place] = {}
     groups: dict[str, list[str]] = {}
+    inside: dict[str, int] = {}  # tensor -> byte offset in its root
     # in first-use order, not a set's: the planner breaks ties by input order, so the plan (and the
     # .om) must not depend on the hash seed
-    for name in dict.fromkeys(n for names in (*usage.reads, *usage.writes) for n in names):
-        groups.setdefault(root(name), []).append(name)
+    touched = (n for names in (*usage.reads, *usage.writes) for n in names)
+    # an output no task touches still has its place when its inputs were placed in it (a Concat)
+    owners = {owner for owner, _ in inplace.slots.values()}
+    filled = (n for n in outputs if inplace.root(n)[0] in owners)
+    for name in dict.fromkeys((*touched, *filled)):
+        key, inside[name] = inplace.root(name)
+        groups.setdefault(key, []).append(name)
     io_of: dict[str, Place] = {}
     for i, name in enumerate(inputs):
-        io_of.setdefault(root(name), Place(Section.INPUT, 0, i))
+        io_of.setdefault(inplace.root(name)[0], Place(Section.INPUT, 0, i))
     for j, name in enumerate(outputs):
-        io_of.setdefault(root(name), Place(Section.OUTPUT, 0, j))
-    writer: dict[str, int] = {}
+        io_of.setdefault(inplace.root(name)[0], Place(Section.OUTPUT, 0, j))
+    writers: dict[str, list[int]] = {}
     readers: dict[str, list[int]] = {}
-    for n, names in enumerate(usage.writes):
-        for name in names:
-            writer.setdefault(root(name), n)
-    for n, names in enumerate(usage.reads):
-        for name in names:
-            readers.setdefault(root(name), []).append(n)
+    for nodes_of, by_node in ((writers, usage.writes), (readers, usage.reads)):
+        for n, names in enumerate(by_node):
+            for name in names:
+                nodes_of.setdefault(inplace.root(name)[0], []).append(n)
     lifetimes: list[Lifetime] = []
     for key, members in groups.items():
         place = io_of.get(key)  # io_of is keyed by root: every member's root is key
         if place is not None:
             for member in members:
-                places[member] = place
+                places[member] = Place(place.section, inside[member], place.index)
             continue
-        if key not in writer:
+        if key not in writers:
             raise GraphError(f"tensor {key!r} is read but nothing writes it")
-        w = writer[key]
-        touched = [w, *readers.get(key, [])]
-        lifetimes.append(_lifetime(key, tuple(sorted(members)), touched, sizes[key], usage, sched))
+        group = tuple(sorted(members))
+        lifetimes.append(_lifetime(key, group, writers[key], readers.get(key, []), sizes[key], usage, sched))
     for n, temps in enumerate(usage.scratch):
         for name, nbytes in temps:
-            lifetimes.append(_lifetime(name, (name,), [n], nbytes, usage, sched))
+            lifetimes.append(_lifetime(name, (name,), [n], [], nbytes, usage, sched))
     buffers = [Buffer(t.name, t.lower, t.upper, t.size, ALIGN) for t in lifetimes]
     try:
         packing = plan(buffers, time_limit=time_limit) if buffers else None
@@ -167,7 +168,7 @@ def plan_feature_maps(
     peak = packing.peak if packing else 0
     for t in lifetimes:
         for member in t.members:
-            places[member] = Place(Section.WORK, offsets[t.name])
+            places[member] = Place(Section.WORK, offsets[t.name] + inside.get(member, 0))
     for i, name in enumerate(inputs):
         places.setdefault(name, Place(Section.INPUT, 0, i))
     io_blocks, end = [], round_up(peak)
@@ -189,11 +190,18 @@ def plan_feature_maps(
 
 
 def _lifetime(
-    name: str, members: tuple[str, ...], touched: Sequence[int], nbytes: int, usage: Usage, sched: Schedule
+    name: str,
+    members: tuple[str, ...],
+    writers: Sequence[int],
+    readers: Sequence[int],
+    nbytes: int,
+    usage: Usage,
+    sched: Schedule,
 ) -> Lifetime:
-    """The buffer's [lower, upper) on the launch timeline, extended until every stream's next launch
-    is ordered after all the nodes that touch it."""
-    writer = touched[0]
+    """The buffer's [lower, upper) on the launch timeline, from its first writer's launch, extended
+    until every stream's next launch is ordered after all the nodes that touch it."""
+    touched = [*writers, *readers]
+    writer = min(writers, key=lambda n: usage.spans[n][0])
     lower = usage.spans[writer][0]
     upper = max(usage.spans[n][1] for n in touched)
     required = [-1] * sched.num_streams

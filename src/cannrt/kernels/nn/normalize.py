@@ -68,7 +68,18 @@ def _batchnorm(
     beta: float = 0.0,
 ) -> None:
     """y = act(x * factor + shift) per channel, factor = scale / sqrt(var + eps), shift = bias -
-    mean * factor; straight into y when it has the compute dtype."""
+    mean * factor; straight into y when it has the compute dtype. One fp32 image with no
+    activation or a relu: the factors and the pass in one numba loop per slab of channels."""
+    if _one_pass(x, y, (scale, bias, mean, var), act):
+        per = x.size // x.shape[1]
+        relu, epsilon = int(act == ACT_RELU), np.float32(eps)
+        params = (scale, bias, mean, var)
+
+        def slab(part: np.ndarray, target: np.ndarray, index: slice) -> None:
+            _batchnorm_planes(part.reshape(-1), *params, epsilon, target.reshape(-1), relu, (index.start, per))
+
+        in_planes(x, y, slab)
+        return
     dtype = compute_dtype(x)
     factor = as_compute(scale) / np.sqrt(as_compute(var) + dtype.type(eps))
     shift = as_compute(bias) - as_compute(mean) * factor
@@ -120,6 +131,47 @@ def _affine_planes(
     for c in range(planes):
         a, b = factor[c], shift[c]
         source, target = x[c * per : (c + 1) * per], out[c * per : (c + 1) * per]
+        if relu:
+            for j in range(per):
+                v = source[j] * a + b
+                target[j] = v if not v < 0 else np.float32(0.0)  # NaN stays NaN, as np.maximum keeps it
+        else:
+            for j in range(per):
+                target[j] = source[j] * a + b
+
+
+def _one_pass(x: np.ndarray, y: np.ndarray, params: tuple[np.ndarray, ...], act: int) -> bool:
+    return (
+        act in (ACT_NONE, ACT_RELU)
+        and x.ndim >= 3
+        and x.shape[0] == 1
+        and x.dtype == y.dtype == np.float32
+        and x.flags.c_contiguous
+        and y.flags.c_contiguous
+        and all(p.dtype == np.float32 and p.flags.c_contiguous for p in params)
+    )
+
+
+@jit
+def _batchnorm_planes(
+    x: np.ndarray,
+    scale: np.ndarray,
+    bias: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: np.float32,
+    out: np.ndarray,
+    relu: int,
+    shape: Any,
+) -> None:
+    """Channels first, first + 1, ... of x (per elements each, flat): the fp32 factor and shift
+    rounded as numpy rounds them (scale / sqrt(var + eps); bias - mean * factor), then the pass."""
+    first, per = shape
+    for k in range(x.size // per):
+        c = first + k
+        a = scale[c] / np.sqrt(var[c] + eps)
+        b = bias[c] - mean[c] * a
+        source, target = x[k * per : (k + 1) * per], out[k * per : (k + 1) * per]
         if relu:
             for j in range(per):
                 v = source[j] * a + b
