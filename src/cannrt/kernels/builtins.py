@@ -90,20 +90,32 @@ def compute_dtype(x: np.ndarray) -> np.dtype:
 
 
 def _add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-    np.add(x, y, out=out, casting="unsafe")
+    try:  # out positional, numpy's default same_kind casting: the cheapest call
+        np.add(x, y, out)
+    except TypeError:  # a cast same_kind refuses (float into int): on the store, as the vector unit
+        np.add(x, y, out=out, casting="unsafe")
 
 
 def _mul(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-    np.multiply(x, y, out=out, casting="unsafe")
+    try:  # as _add
+        np.multiply(x, y, out)
+    except TypeError:
+        np.multiply(x, y, out=out, casting="unsafe")
 
 
 def _div(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
     """x / y; y == 0 gives inf (or nan for 0 / 0) and raises the divide-by-zero flag."""
-    np.divide(x, y, out=out, casting="unsafe")
+    try:  # as _add
+        np.divide(x, y, out)
+    except TypeError:
+        np.divide(x, y, out=out, casting="unsafe")
 
 
 def _relu(x: np.ndarray, out: np.ndarray) -> None:
-    np.maximum(x, 0, out=out, casting="unsafe")
+    try:  # as _add
+        np.maximum(x, 0, out)
+    except TypeError:
+        np.maximum(x, 0, out=out, casting="unsafe")
 
 
 def _gelu(x: np.ndarray, out: np.ndarray) -> None:
@@ -172,16 +184,26 @@ def _matmul_work(specs: ArgSpecs) -> Work:
 
 
 def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
-    """fp32 and int8 straight through; fp16/bf16 accumulate in fp32, then cast to out."""
+    """fp32 and int8 straight through; fp16/bf16 accumulate in fp32 (the cube's accumulator),
+    then cast to out."""
     kind, out_kind = a.dtype.char, out.dtype.char
     if kind == out_kind and kind in "fd":  # float32, float64
-        np.matmul(a, b, out=out)
+        _product_into(a, b, out)
     elif kind == "b":  # int8
         out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)
     elif out_kind == "f":  # accumulate straight into the fp32 output
-        np.matmul(a.astype(np.float32), b.astype(np.float32), out=out)
+        _product_into(a.astype(np.float32), b.astype(np.float32), out)
     else:
         out[...] = np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out.dtype)
+
+
+def _product_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """a @ b into out of their dtype: np.dot (the same BLAS product as np.matmul, without the
+    gufunc's overhead on small matrices) when out is C-contiguous, as np.dot requires."""
+    try:
+        np.dot(a, b, out)
+    except ValueError:  # out is not C-contiguous
+        np.matmul(a, b, out=out)
 
 
 def _spin(duration_ns: int = 0) -> None:
