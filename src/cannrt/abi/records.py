@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum, IntFlag
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -99,99 +100,62 @@ class TaskRecord(NamedTuple):
 
 Ints = npt.NDArray[np.int64]
 SDMA = int(SqeType.SDMA)
+ROW_FIELDS = 9  # int64 per task in TaskChunk.rows
+TASK_ROW = struct.Struct(f"={ROW_FIELDS}q")  # one row of TaskChunk.rows, as the device packs it
+NO_EXTRA = -1  # TaskChunk.rows' extra column of a task that is one plain block
 
 
 class TaskChunk(NamedTuple):
     """Task records in columns, as the device hands them over a chunk at a time (msprof's raw task
-    data are fixed-size binary records): the per-task numbers as arrays, everything else once per
+    data are fixed-size binary records): one row of numbers per task, everything else once per
     task shape. Tasks of one shape (the launches of one kernel with the same arguments and costing,
-    or one repeated copy or event) share a prototype TaskRecord, whose ids and times are not theirs."""
+    or one repeated copy or event) share a prototype TaskRecord, whose ids, times, cores and blocks
+    are not theirs."""
 
     device_id: int
-    times: Ints  # (n, 4): task id, start ns, end ns, doorbell ns
-    shape: Ints  # (n,): index into shapes
+    rows: Ints  # (n, ROW_FIELDS): task id, start ns, end ns, doorbell ns, shape (index into shapes),
+    # then the task's one block (physical core, start ns, end ns; its cores are that one core) and
+    # NO_EXTRA, or 0, 0, 0 and where its blocks and cores start in `extras`
     shapes: list[TaskRecord]
-    block_counts: Ints  # (n,): blocks of each task (0 for a task that keeps none)
-    blocks: Ints  # (sum of block_counts, 3): (physical core, start ns, end ns), task after task
-    core_index: Ints  # (n,): -1: the task's cores are its blocks' (in order of first use), else
-    # its entry in core_counts: the cores (or SDMA engines) of a task that keeps no blocks
-    core_counts: Ints  # (k,): cores of each such task
-    cores: Ints  # (sum of core_counts,): their physical ids, task after task
+    extras: Ints  # per task that is not one plain block: its number of blocks b and of cores c,
+    # then b (physical core or SDMA engine, start ns, end ns), then its c cores
 
     @property
     def tasks(self) -> int:
         """Tasks in the chunk."""
-        return int(self.times.shape[0])
+        return int(self.rows.shape[0])
 
     def order(self) -> Ints:
         """Task indices in (start, stream, task id) order (one device per chunk)."""
         streams = np.fromiter((p.stream_id for p in self.shapes), np.int64, len(self.shapes))
-        return np.lexsort((self.times[:, 0], streams[self.shape], self.times[:, 1]))
+        rows = self.rows
+        return np.lexsort((rows[:, 0], streams[rows[:, 4]], rows[:, 1]))
 
-    def offsets(self) -> tuple[Ints, Ints]:
-        """Where each task's blocks start in `blocks`, and each core_counts entry's cores in `cores`."""
-        return _starts(self.block_counts), _starts(self.core_counts)
-
-    def records(self, indices: Ints, offsets: tuple[Ints, Ints]) -> Iterator[TaskRecord]:
-        """The TaskRecords of the tasks at `indices` (offsets: `offsets()`). An SDMA task's blocks
-        are its engines over its whole time, as on the device."""
-        times, shape = self.times[indices].tolist(), self.shape[indices].tolist()
-        block_counts, core_index = self.block_counts[indices], self.core_index[indices]
-        blocks = list(map(tuple, _rows(self.blocks, offsets[0][indices], block_counts)))
-        kept = core_index[core_index >= 0]
-        own = iter(_runs(_rows(self.cores, offsets[1][kept], self.core_counts[kept]), self.core_counts[kept].tolist()))
-        shapes, at, make = self.shapes, 0, tuple.__new__
-        for (task_id, start, end, arrival), number, count, index in zip(
-            times, shape, block_counts.tolist(), core_index.tolist(), strict=True
-        ):
+    def records(self, indices: Ints, extras: list[int]) -> Iterator[TaskRecord]:
+        """The TaskRecords of the tasks at `indices` (extras: `self.extras.tolist()`). An SDMA
+        task's blocks are its engines over its whole time, as on the device."""
+        shapes, make = self.shapes, tuple.__new__
+        for task_id, start, end, arrival, number, core, begin, finish, extra in self.rows[indices].tolist():
             # the shape's fields (its own ids, times, cores and blocks are not the task's: _)
             (device, stream, _, sq, kind, name, dim, _, _, _, pipes, hit, read, written, status, _,
-             args, outs, work, core, _, copy, gone) = shapes[number]  # fmt: skip
-            if count == 1 and index < 0:  # one block, and the cores its one core (the common case)
-                block = blocks[at]
-                spans: tuple[tuple[int, int, int], ...] = (block,)
-                used: tuple[int, ...] = (block[0],)
-                at += 1
+             args, outs, work, core_kind, _, copy, gone) = shapes[number]  # fmt: skip
+            if extra < 0:  # one block, and the cores its one core (the common case)
+                used: tuple[int, ...] = (core,)
+                spans: tuple[tuple[int, int, int], ...] = ((core, begin, finish),)
             else:
-                spans = tuple(blocks[at : at + count])
-                at += count
-                if index >= 0:
-                    used = next(own)
-                    if kind == SDMA:
-                        spans = tuple((engine, start, end) for engine in used)
+                count, at = extras[extra], extra + 2
+                used = tuple(extras[at + 3 * count : at + 3 * count + extras[extra + 1]])
+                if kind == SDMA:
+                    spans = tuple((engine, start, end) for engine in used)
                 else:
-                    used = tuple(dict.fromkeys(block[0] for block in spans))
+                    spans = tuple(tuple(extras[i : i + 3]) for i in range(at, at + 3 * count, 3))  # type: ignore[misc]
             yield make(  # a TaskRecord without _make's overhead
                 TaskRecord,
                 (
                     device, stream, task_id, sq, kind, name, dim, start, end, used, pipes, hit, read, written,
-                    status, arrival, args, outs, work, core, spans, copy, gone,
+                    status, arrival, args, outs, work, core_kind, spans, copy, gone,
                 ),
             )  # fmt: skip
-
-
-def _starts(counts: Ints) -> Ints:
-    """Where each run of `counts` items starts when the runs lie one after another."""
-    starts = np.zeros(len(counts), np.int64)
-    np.cumsum(counts[:-1], out=starts[1:])
-    return starts
-
-
-def _rows(items: Ints, starts: Ints, counts: Ints) -> list[Any]:
-    """The items of the runs at starts (counts long), one run after another, as Python values."""
-    if not counts.any():
-        return []
-    first = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    return items[first + np.arange(int(counts.sum()))].tolist()  # type: ignore[no-any-return]
-
-
-def _runs(items: list[Any], counts: list[int]) -> list[tuple[Any, ...]]:
-    """items cut into tuples of counts items."""
-    result, at = [], 0
-    for count in counts:
-        result.append(tuple(items[at : at + count]))
-        at += count
-    return result
 
 
 class TaskSink(Protocol):

@@ -1,33 +1,31 @@
 """What a tracing device keeps of its completed tasks, and the TaskRecords made from them.
 
-The timeline appends each completed Task to a `TaskLog` (nothing is built per task then: a task is
-not reused or changed once complete). A log with a sink hands its tasks over a chunk at a time as
-a columnar `TaskChunk`: the ids and times read into arrays in one pass each, the rest made once per
-task shape (tasks whose decoded SQE, costing and cores are the same objects or values). A log
-without a sink keeps its tasks until they are read (`records()`).
+A `TaskLog` with a sink writes each completed task at once as one fixed-size row of int64 (`TASK_ROW`:
+ids, times, its shape's number and its one block; msprof's raw task data are fixed-size binary
+records) into a preallocated buffer, so no Task outlives its completion; the rest of a record is
+made once per task shape (tasks whose decoded SQE and costing are the same objects) from the first
+task of that shape. A full buffer goes to the sink as a `TaskChunk`. A log without a sink keeps its
+tasks until they are read (`records()`: a TaskRecord per task, the reference the chunks are tested
+against).
 """
 
 from __future__ import annotations
 
-from itertools import chain
-from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from cannrt.abi import RECORD_MEMSET, KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
-from cannrt.abi.records import TaskChunk, TaskSink
+from cannrt.abi.records import NO_EXTRA, ROW_FIELDS, TASK_ROW, TaskChunk, TaskSink
 
 if TYPE_CHECKING:
     from cannrt.abi import Work
     from cannrt.device.task import Task
 
 KEPT_CHUNK = 1 << 62  # a log without a sink keeps every task until read
-_TIMES = attrgetter("task_id", "start_ns", "end_ns", "arrival_ns")
-_SQE, _AUX, _CORES, _BLOCKS = attrgetter("sqe"), attrgetter("aux"), attrgetter("cores"), attrgetter("blocks")
-_STATUS, _DISCARDED = attrgetter("status"), attrgetter("discarded")
-_FIRST = itemgetter(0)
+ROW_BYTES = TASK_ROW.size
+FIRST_ROWS = 4096  # rows the buffer holds at first (it doubles up to the chunk as it fills)
+_UNKNOWN = object()  # no task's SQE or costing
 
 
 def task_name(sqe_type: int) -> str:
@@ -81,93 +79,115 @@ def task_record(device_id: int, task: Task) -> TaskRecord:
     )
 
 
-def _codes(values: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The distinct values (sorted) and, per value, the index of its own among them."""
-    distinct, inverse = np.unique(values, return_inverse=True)
-    return distinct, inverse.reshape(-1).astype(np.int64)
-
-
-def shape_codes(tasks: list[Task]) -> tuple[npt.NDArray[np.int64], list[int], npt.NDArray[np.int64]]:
-    """Per task, the number of its shape; a task of each shape; the tasks that are a shape of their
-    own. A shape is what a task's record shares with others apart from ids, times and cores: its
-    decoded SQE (stream, type, kernel, blockDim, copy) and costing (arguments, pipes, L2 hit rate,
-    work), the same objects for every launch of one shape. A task that failed or was discarded is a
-    shape of its own."""
-    count = len(tasks)
-    sqes, costs = list(map(_SQE, tasks)), list(map(_AUX, tasks))
-    special = any(map(_STATUS, tasks)) or any(map(_DISCARDED, tasks))
-    if not special and count and sqes.count(sqes[0]) == count and costs.count(costs[0]) == count:
-        return np.zeros(count, np.int64), [0], np.zeros(0, np.int64)  # one shape (list.count: `is` first)
-    _, sqe_code = _codes(np.fromiter(map(id, sqes), np.int64, count))
-    _, cost_code = _codes(np.fromiter(map(id, costs), np.int64, count))
-    combined = sqe_code * count + cost_code
-    alone = np.zeros(0, np.int64)
-    if special:
-        alone = np.array([i for i, task in enumerate(tasks) if task.status or task.discarded], np.int64)
-        combined[alone] = count * count + np.arange(len(alone))
-    _, first, code = np.unique(combined, return_index=True, return_inverse=True)
-    return code.reshape(-1), first.tolist(), alone
-
-
-def _flat(column: list[tuple[Any, ...]], width: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Lengths of a column of tuples and their items (tuples of `width` numbers when width > 1)."""
-    counts = np.fromiter(map(len, column), np.int64, len(column))
-    if width == 1:
-        items = chain.from_iterable(column)
-    elif len(column) and counts.min() == counts.max() == 1:  # one block each (the common case)
-        items = chain.from_iterable(map(_FIRST, column))
-    else:
-        items = chain.from_iterable(chain.from_iterable(column))
-    return counts, np.fromiter(items, np.int64).reshape(-1, width)
-
-
-def task_chunk(device_id: int, tasks: list[Task]) -> TaskChunk:
-    """The columnar records of completed tasks (in the order given). A task's cores are those of its
-    blocks in order of first use (as the scheduler placed them); they are kept apart only for the
-    tasks that keep no blocks (copies, event tasks) or are a shape of their own."""
-    count = len(tasks)
-    code, first, alone = shape_codes(tasks)
-    block_counts, blocks = _flat(list(map(_BLOCKS, tasks)), 3)
-    explicit = np.union1d(np.flatnonzero(block_counts == 0), alone)
-    core_index = np.full(count, -1, np.int64)
-    core_index[explicit] = np.arange(len(explicit))
-    core_counts, cores = _flat([tasks[i].cores for i in explicit.tolist()], 1)
-    return TaskChunk(
-        device_id,
-        np.fromiter(chain.from_iterable(map(_TIMES, tasks)), np.int64, 4 * count).reshape(count, 4),
-        code,
-        [task_record(device_id, tasks[index]) for index in first],
-        block_counts,
-        blocks,
-        core_index,
-        core_counts,
-        cores.reshape(-1),
-    )
-
-
 class TaskLog:
-    """The completed tasks of a tracing device: handed to `sink` a chunk at a time, or kept."""
+    """The completed tasks of a tracing device: rows handed to `sink` a chunk at a time, or (no
+    sink) the tasks kept."""
 
-    __slots__ = ("chunk", "device_id", "sink", "tasks")
+    __slots__ = (
+        "_aux",
+        "_buffer",
+        "_extras",
+        "_held",
+        "_known",
+        "_limit",
+        "_offset",
+        "_pack",
+        "_shape",
+        "_shapes",
+        "_sqe",
+        "chunk",
+        "device_id",
+        "sink",
+        "tasks",
+    )
 
     def __init__(self, device_id: int, sink: TaskSink | None = None) -> None:
         self.device_id = device_id
         self.sink = sink
         self.chunk = max(1, sink.chunk) if sink is not None else KEPT_CHUNK
-        self.tasks: list[Task] = []
+        self.tasks: list[Task] = []  # kept (no sink)
+        self._buffer = bytearray(ROW_BYTES * min(self.chunk, FIRST_ROWS) if sink is not None else 0)
+        self._limit = len(self._buffer)  # bytes of rows the buffer holds
+        self._offset = 0  # bytes of rows written
+        self._pack = TASK_ROW.pack_into
+        self._new_chunk()
+
+    def _new_chunk(self) -> None:
+        self._shapes: list[TaskRecord] = []  # the chunk's task shapes (prototype records)
+        self._known: dict[tuple[int, int], int] = {}  # (id(sqe), id(aux)) -> shape number
+        self._held: list[object] = []  # the SQEs and costings of the shapes (their ids stay theirs)
+        self._extras: list[int] = []  # blocks and cores of the tasks that are not one plain block
+        self._sqe: object = _UNKNOWN  # the shape of the last task: its SQE, costing and number
+        self._aux: object = _UNKNOWN
+        self._shape = -1
 
     def append(self, task: Task) -> None:
-        """A task completed (device lock held)."""
-        tasks = self.tasks
-        tasks.append(task)
-        if len(tasks) >= self.chunk:
+        """A task completed (device lock held): its row now, or (no sink) the task kept."""
+        blocks = task.blocks
+        if task.sqe is not self._sqe or task.aux is not self._aux or len(blocks) != 1 or task.status or task.discarded:
+            self._add_other(task)  # (a log without a sink never knows a shape: always here)
+            return
+        core, begin, finish = blocks[0]
+        offset = self._offset
+        self._pack(
+            self._buffer, offset, task.task_id, task.start_ns, task.end_ns, task.arrival_ns, self._shape,
+            core, begin, finish, NO_EXTRA,
+        )  # fmt: skip
+        self._offset = offset = offset + ROW_BYTES
+        if offset >= self._limit:
+            self._full()
+
+    def _add_other(self, task: Task) -> None:
+        """The row of a task of another shape than the last, or that is not one plain block."""
+        if self.sink is None:
+            self.tasks.append(task)
+            return
+        sqe, aux, blocks = task.sqe, task.aux, task.blocks
+        alone = bool(task.status or task.discarded)  # a failed or discarded task is a shape of its own
+        key = (id(sqe), id(aux))
+        number = -1 if alone else self._known.get(key, -1)
+        if number < 0:
+            number = len(self._shapes)
+            self._shapes.append(task_record(self.device_id, task))
+            if not alone:
+                self._known[key] = number
+                self._held.append((sqe, aux))
+        if not alone:
+            self._sqe, self._aux, self._shape = sqe, aux, number
+        row = (task.task_id, task.start_ns, task.end_ns, task.arrival_ns, number)
+        if len(blocks) == 1 and not alone:
+            self._pack(self._buffer, self._offset, *row, *blocks[0], NO_EXTRA)
+        else:
+            extras = self._extras
+            self._pack(self._buffer, self._offset, *row, 0, 0, 0, len(extras))
+            extras += (len(blocks), len(task.cores))
+            for block in blocks:
+                extras += block
+            extras += task.cores
+        self._offset += ROW_BYTES
+        if self._offset >= self._limit:
+            self._full()
+
+    def _full(self) -> None:
+        """The buffer is full: grow it up to the chunk, or hand the chunk to the sink."""
+        rows = self._limit // ROW_BYTES
+        if rows < self.chunk:
+            grown = min(2 * rows, self.chunk) * ROW_BYTES
+            self._buffer += bytes(grown - self._limit)
+            self._limit = grown
+        else:
             self.flush()
 
     def flush(self) -> None:
-        """Hand the tasks kept to the sink (if any)."""
-        if self.sink is not None and self.tasks:
-            tasks, self.tasks = self.tasks, []
-            self.sink.add_chunk(task_chunk(self.device_id, tasks))
+        """Hand the rows kept to the sink (if any)."""
+        count = self._offset // ROW_BYTES
+        if self.sink is None or not count:
+            return
+        rows = np.frombuffer(self._buffer, np.int64, count * ROW_FIELDS).reshape(count, ROW_FIELDS).copy()
+        chunk = TaskChunk(self.device_id, rows, self._shapes, np.array(self._extras, np.int64))
+        self._offset = 0
+        self._new_chunk()
+        self.sink.add_chunk(chunk)
 
     def records(self) -> list[TaskRecord]:
         """The records of the tasks kept, which are then forgotten (a log with a sink flushes and

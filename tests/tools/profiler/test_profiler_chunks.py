@@ -4,6 +4,7 @@ event tasks, callbacks, a failed kernel and tasks discarded after it)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -84,3 +85,20 @@ def test_a_task_spool_writes_nothing_for_an_empty_chunk_and_removes_its_runs(tmp
     spool.close()
     assert spool.collected == 0 and not any(spool.directory.iterdir())
     cannrt.reset_runtime()
+
+
+def test_a_log_whose_buffer_grows_keeps_every_row_in_order() -> None:
+    cannrt.reset_runtime()
+    stream = cannrt.Device(0).stream()
+    tasks = 5000  # more rows than the log's first buffer holds, fewer than its chunk
+    with profile(chunk=tasks + 1000) as prof:
+        for _ in range(tasks):
+            stream.launch("nop")
+        stream.synchronize()
+    (spool,) = prof._tasks.values()
+    records = prof.records
+    cannrt.reset_runtime()
+    assert len(spool.runs) == 1 and spool.collected == tasks  # the rows still kept went to disk at the stop
+    assert [r.task_id for r in records] == [i & 0xFFFF for i in range(tasks)]
+    assert all(r.name == "nop" and len(r.blocks) == 1 and r.cores == (r.blocks[0][0],) for r in records)
+    assert all(a.end_ns <= b.start_ns for a, b in pairwise(records))

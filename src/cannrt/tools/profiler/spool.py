@@ -141,9 +141,6 @@ class HostSpool(RecordSpool):
             super().append(item)
 
 
-CHUNK_ARRAYS = ("times", "shape", "block_counts", "blocks", "core_index", "core_counts", "cores")
-
-
 class TaskSpool:
     """One device's task records, taken a chunk at a time (`add_chunk`, the device's TaskSink)."""
 
@@ -156,44 +153,38 @@ class TaskSpool:
         self.first, self.last = -1, 0  # earliest start_ns (-1: none), latest end_ns
 
     def add_chunk(self, chunk: TaskChunk) -> None:
-        """Write one chunk as a run: its arrays one after another as raw int64 (`.bin`), then its
+        """Write one chunk as a run: its rows, then its extras, as raw int64 (`.bin`), then its
         layout and task shapes (`.pkl`). Called with the device's lock held."""
         if not chunk.tasks:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         run = self.directory / f"run_{len(self.runs):06d}"
-        layout = []
+        rows, extras = np.ascontiguousarray(chunk.rows, np.int64), np.ascontiguousarray(chunk.extras, np.int64)
         with run.with_suffix(".bin").open("wb") as handle:
-            for name in CHUNK_ARRAYS:
-                array = np.ascontiguousarray(getattr(chunk, name), np.int64)
-                array.tofile(handle)
-                layout.append(array.shape)
+            rows.tofile(handle)
+            extras.tofile(handle)
         with run.with_suffix(".pkl").open("wb") as handle:
             shapes = [tuple(p) for p in chunk.shapes]
-            pickle.dump((chunk.device_id, layout, shapes), handle, pickle.HIGHEST_PROTOCOL)
+            pickle.dump((chunk.device_id, rows.shape, len(extras), shapes), handle, pickle.HIGHEST_PROTOCOL)
         self.runs.append(run)
         self.collected += chunk.tasks
-        start, end = int(chunk.times[:, 1].min()), int(chunk.times[:, 2].max())
+        start, end = int(rows[:, 1].min()), int(rows[:, 2].max())
         self.first = start if self.first < 0 else min(self.first, start)
         self.last = max(self.last, end)
 
-    def _read_run(self, run: Path) -> Iterator[TaskRecord]:
+    def read_chunk(self, run: Path) -> TaskChunk:
+        """One run as it was written."""
         with run.with_suffix(".pkl").open("rb") as handle:
-            device, layout, shapes = pickle.load(handle)  # our own scratch file (see the module docstring)
-        arrays: list[np.ndarray[Any, Any]] = []
-        offset = 0
-        for shape in layout:
-            size = int(np.prod(shape))
-            if size:
-                mapped = np.memmap(run.with_suffix(".bin"), np.int64, "r", offset, tuple(shape))
-                arrays.append(mapped.view(np.ndarray))  # a plain view: tolist() without the subclass
-            else:
-                arrays.append(np.zeros(shape, np.int64))
-            offset += 8 * size
-        chunk = TaskChunk(device, arrays[0], arrays[1], [TaskRecord._make(p) for p in shapes], *arrays[2:])
-        order, offsets = chunk.order(), chunk.offsets()
+            device, shape, extras, shapes = pickle.load(handle)  # our own scratch file (see the module docstring)
+        data = np.fromfile(run.with_suffix(".bin"), np.int64)
+        rows = data[: shape[0] * shape[1]].reshape(shape)
+        return TaskChunk(device, rows, [TaskRecord._make(p) for p in shapes], data[len(data) - extras :])
+
+    def _read_run(self, run: Path) -> Iterator[TaskRecord]:
+        chunk = self.read_chunk(run)
+        order, extras = chunk.order(), chunk.extras.tolist()
         for at in range(0, len(order), BATCH):
-            yield from chunk.records(order[at : at + BATCH], offsets)
+            yield from chunk.records(order[at : at + BATCH], extras)
 
     def sorted_records(self) -> Iterator[TaskRecord]:
         """Every record taken, in key order (runs merged)."""
