@@ -82,7 +82,7 @@ class Executor:
         self.device_id = device_id
         self._fetcher = fetcher
         self._fabric = fabric
-        self._views = ArgumentViews(fabric)
+        self._values_of = ArgumentViews(fabric).of  # kernel arguments as views, kept per mapping
         self._reports = reports
         self._timeline = timeline
         self._sync = sync
@@ -171,8 +171,9 @@ class Executor:
     def _drain(self, sq: SubmissionQueue) -> bool:
         """Run the head tasks of one SQ while they are runnable; True if any ran."""
         queue = sq.real_queue
-        blocked = self.blocked_sqs
-        run = self._run
+        if not queue:
+            return False
+        blocked, run, take = self.blocked_sqs, self._run, queue.popleft
         ran = False
         while queue:
             if blocked and sq.sq_id in blocked:
@@ -180,7 +181,7 @@ class Executor:
             task = queue[0]
             if task.sqe.sqe_type == _EVENT_WAIT and not self._wait_released(task):
                 break
-            queue.popleft()
+            take()
             run(task)
             ran = True
         return ran
@@ -256,7 +257,7 @@ class Executor:
             self._fail(task, KERNEL_LOOKUP, ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
             return
         try:
-            values, scatter = self._views.of(task.sq.asid, task.args, kernel.outputs)
+            values, scatter = self._values_of(task.sq.asid, task.args, kernel.outputs)
         except ArgumentFault as failed:
             self._argument_fault(task, sqe, failed)
             return
