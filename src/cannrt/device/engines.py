@@ -83,16 +83,17 @@ class Engines:
         task.cores = (engine,)
         self._start(sq, task, end)
 
-    def _try_kernel(self, sq: SubmissionQueue, task: Task) -> bool:
-        """Start a kernel task on the least-loaded cores of its kind; False if none is free now
-        (the SQ waits for one)."""
+    def _try_kernel(self, sq: SubmissionQueue, task: Task, push: bool = True) -> int:
+        """Start a kernel task on the least-loaded cores of its kind; returns its end, -1 if no
+        core is free now (the SQ waits for one). Its completion goes on the heap unless not
+        `push` (the caller completes it, or pushes it)."""
         sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
         heap = self._heap_of_kind[sqe.core_kind]
         now = self.now
         free_at, first_core = heap[0]
         if free_at > now:
             self._park_for_resources(sq, free_at)
-            return False
+            return -1
         start = now + self._dispatch_ns
         kernel = task.kernel
         if kernel is None or task.status:
@@ -108,7 +109,7 @@ class Engines:
             else:
                 if len(block_ns) == 1 and block_ns[0] <= MAX_TASK_NS:  # one block: the least-loaded core
                     at = start if free_at <= start else free_at  # free by now: by the start (dispatch_ns >= 0)
-                    end = at + block_ns[0] + (self._block_launch_ns if at > start else 0)
+                    end = at + block_ns[0] if at == start else at + block_ns[0] + self._block_launch_ns
                     heapq.heapreplace(heap, (end, first_core))
                     if self.records is not None:
                         task.blocks = ((first_core, at, end),)
@@ -127,9 +128,10 @@ class Engines:
         sq.model_busy = True
         task.start_ns = now
         task.end_ns = end
-        self._seq += 1
-        heapq.heappush(self._heap, (end, COMPLETE, self._seq, task))
-        return True
+        if push:
+            self._seq += 1
+            heapq.heappush(self._heap, (end, COMPLETE, self._seq, task))
+        return end
 
     def _place_blocks(self, task: Task, name: str, heap: list[tuple[int, int]], start: int, block_ns: Ns) -> int:
         """Blocks onto least-loaded cores (earliest free, then lowest id); returns the end and

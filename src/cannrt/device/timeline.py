@@ -125,8 +125,8 @@ class Timeline(Engines):
         without _dispatch, _try_head and the heap). None: the general loop goes on from here."""
         heap, ready, bound = self._heap, self._ready, self._bound
         (sq,) = ready
-        queue, try_kernel, complete, pop = sq.model_queue, self._try_kernel, self._complete, heapq.heappop
-        while not sq.model_busy and queue and not sq.closed and ARRIVAL_JUMP:
+        queue, try_kernel, complete = sq.model_queue, self._try_kernel, self._complete
+        while not sq.model_busy and queue and not sq.closed and not heap and ARRIVAL_JUMP:
             task = queue[0]
             if task.sqe.sqe_type not in _KERNELS or not task.real_done or task.discarded or task.arrival_ns > bound:
                 return None  # _try_head's other cases
@@ -135,14 +135,17 @@ class Timeline(Engines):
             if self.now > CLOCK_LIMIT:
                 return None
             ready.clear()  # as _dispatch pops it
-            if not try_kernel(sq, task) or len(heap) != 1:  # it touches neither ready nor (but for
-                return None  # its completion) the heap: parked for a core
+            end = try_kernel(sq, task, False)  # touches neither ready nor the heap but to park
+            if end < 0:
+                return None  # parked for a core
             if until is not None and until():
+                self._push(end, COMPLETE, task)  # where the general loop leaves it
                 return True
-            if heap[0][0] > bound:
+            if end > bound:
+                self._push(end, COMPLETE, task)
                 return False
-            self.now = heap[0][0]
-            complete(pop(heap)[3])  # type: ignore[arg-type]  # its task: back in ready, nothing pushed
+            self.now = end
+            complete(task)  # back in ready, nothing pushed
         return None
 
     def _push(self, time: int, kind: int, item: object) -> None:
