@@ -7,7 +7,8 @@ Every figure is a ratio to a baseline measured in the same run (these machines a
 - a 2048x2048 fp32 matmul launched and synchronised, against numpy.matmul (the overhead row).
 Host launch cost: launches and baseline calls interleaved in short rounds (below the SQ depth, so
 no round waits for the device), the minimum of each. End to end: launched, scheduled, executed,
-completed and synchronised: the best of many runs (the goal) and their median.
+completed and synchronised: the best of many runs (the goal) and their median, with the median
+process CPU time per task (both threads).
 Run: python3 benchmarks/launch.py [--tasks N] [--repeats R] [--edge E]
 """
 
@@ -66,13 +67,14 @@ def launch_us(stream: cannrt.Stream, launch: Callable[[cannrt.Stream], None], ca
     return elapsed / calls * 1e6
 
 
-def tasks_per_s(stream: cannrt.Stream, launch: Callable[[cannrt.Stream], None], calls: int) -> float:
-    """Tasks launched, run, completed and synchronised per second."""
-    start = time.perf_counter()
+def tasks_per_s(stream: cannrt.Stream, launch: Callable[[cannrt.Stream], None], calls: int) -> tuple[float, float]:
+    """Tasks launched, run, completed and synchronised per second, and the process CPU time per
+    task in microseconds (host and device threads: they share one interpreter, so it bounds the rate)."""
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(calls):
         launch(stream)
     stream.synchronize()
-    return calls / (time.perf_counter() - start)
+    return calls / (time.perf_counter() - start), (time.process_time() - cpu) / calls * 1e6
 
 
 def shapes(device: cannrt.Device) -> list[Shape]:
@@ -132,7 +134,8 @@ def main() -> None:
     device = cannrt.Device(0)
     stream = device.stream()
     table = Table(title=f"cannrt launch path ({device.name}); baselines measured in the same run")
-    for column in ("launch shape", "host launch", "baseline", "ratio", "goal", "end to end", "median", "goal "):
+    columns = ("launch shape", "host launch", "baseline", "ratio", "goal", "end to end", "median", "goal ", "CPU/task")
+    for column in columns:
         table.add_column(column, justify="right")
     for shape in shapes(device):
         tasks_per_s(stream, shape.launch, 2000)  # warm up: kernel load, caches, argument areas
@@ -142,18 +145,20 @@ def main() -> None:
         ]
         base = min(r[0] for r in rounds)
         launch = min(r[1] for r in rounds)
-        rates = [tasks_per_s(stream, shape.launch, options.tasks) for _ in range(E2E_RUNS)]
+        runs = [tasks_per_s(stream, shape.launch, options.tasks) for _ in range(E2E_RUNS)]
+        rates = [rate for rate, _ in runs]
         rate_goal = f">= {shape.goal_rate:,} /s" if shape.goal_rate else ""
         table.add_row(shape.label, f"{launch:.2f} us", f"{shape.baseline_name} {base:.2f} us",
                       f"{launch / base:.2f}x", _goal(shape), f"{max(rates):,.0f} /s",
-                      f"{statistics.median(rates):,.0f} /s", rate_goal)  # fmt: skip
+                      f"{statistics.median(rates):,.0f} /s", rate_goal,
+                      f"{statistics.median(cpu for _, cpu in runs):.2f} us")  # fmt: skip
     pairs = [matmul_times(device, stream, options.edge) for _ in range(options.repeats)]
     direct = min(p[0] for p in pairs)
     ours = min(p[1] for p in pairs)
     spread = statistics.pstdev(p[1] / p[0] for p in pairs)
     table.add_row(f"matmul {options.edge}^2 fp32 launch+sync", f"{ours * 1e3:.1f} ms",
                   f"numpy.matmul {direct * 1e3:.1f} ms", f"{ours / direct:.3f}x (+/-{spread:.3f})",
-                  f"<= {1 + GOAL_MATMUL_OVERHEAD:.2f}x", "", "", "")  # fmt: skip
+                  f"<= {1 + GOAL_MATMUL_OVERHEAD:.2f}x", "", "", "", "")  # fmt: skip
     Console(width=200).print(table)
     cannrt.get_runtime().close()
 

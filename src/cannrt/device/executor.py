@@ -7,6 +7,7 @@ so host Python work overlaps device compute in wall time. Modelled time is not d
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,7 +83,7 @@ class Executor:
         self.device_id = device_id
         self._fetcher = fetcher
         self._fabric = fabric
-        self._views = ArgumentViews(fabric)
+        self._values_of = ArgumentViews(fabric).of  # kernel arguments as views, kept per mapping
         self._reports = reports
         self._timeline = timeline
         self._sync = sync
@@ -126,8 +127,8 @@ class Executor:
                 continue
             sync.urgent = False
             fetcher.fetch_all()
-            with self._run_lock:
-                progressed = self._drain_all()
+            with self._run_lock:  # until the host submits again (unless it waits for results)
+                progressed = self._drain_all(None if sync.host_waiters else fetcher.doorbells)
             if progressed or sync.urgent:
                 continue
             sync.idle = True
@@ -162,25 +163,30 @@ class Executor:
             self._fp_line = caller_line()
         self._fp_flags |= flag
 
-    def _drain_all(self) -> bool:
+    def _drain_all(self, doorbells: deque[SubmissionQueue] | None = None) -> bool:
+        """Run what is runnable on every SQ; True if anything ran. With the doorbell list, stop
+        once it holds a doorbell: the host is submitting again, and the worker keeps out of its
+        way (both share one interpreter; taking turns at the GIL costs each of them)."""
         progressed = False
         for sq in self._fetcher.sq_list:
-            progressed |= self._drain(sq)
+            progressed |= self._drain(sq, doorbells)
         return progressed
 
-    def _drain(self, sq: SubmissionQueue) -> bool:
-        """Run the head tasks of one SQ while they are runnable; True if any ran."""
+    def _drain(self, sq: SubmissionQueue, doorbells: deque[SubmissionQueue] | None) -> bool:
+        """Run the head tasks of one SQ while they are runnable (and no doorbell rang, if
+        watched); True if any ran."""
         queue = sq.real_queue
-        blocked = self.blocked_sqs
-        run = self._run
+        if not queue:
+            return False
+        blocked, run, take = self.blocked_sqs, self._run, queue.popleft
         ran = False
         while queue:
-            if blocked and sq.sq_id in blocked:
+            if (blocked and sq.sq_id in blocked) or doorbells:
                 break
             task = queue[0]
             if task.sqe.sqe_type == _EVENT_WAIT and not self._wait_released(task):
                 break
-            queue.popleft()
+            take()
             run(task)
             ran = True
         return ran
@@ -256,7 +262,7 @@ class Executor:
             self._fail(task, KERNEL_LOOKUP, ErrorType.AICORE, ("CCU_ILLEGAL_INSTR",), "no kernel at this PC")
             return
         try:
-            values, scatter = self._views.of(task.sq.asid, task.args, kernel.outputs)
+            values, scatter = self._values_of(task.sq.asid, task.args, kernel.outputs)
         except ArgumentFault as failed:
             self._argument_fault(task, sqe, failed)
             return

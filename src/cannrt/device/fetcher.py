@@ -124,28 +124,32 @@ class Fetcher:
         except KeyError:  # the context is gone: _prefetch_params reports each task
             space = None
         params = self._params
+        # the last distinct SQE seen: a run of one repeated launch matches it without a lookup
+        last_prefix, last_suffix, last_size, last = b"", b"", -1, None
         while position < tail:
             slot = position % depth
             raw = ring[slot]
-            known = decoded.get(raw[:TASK_ID_AT] + raw[_TASK_ID_END:])
-            if known is None:
-                known = self._decode_new(raw)
+            if len(raw) == last_size and raw.startswith(last_prefix) and raw.endswith(last_suffix):
+                known = last
+            else:
+                known = decoded.get(raw[:TASK_ID_AT] + raw[_TASK_ID_END:]) or self._decode_new(raw)
+                if known is not None:
+                    last_prefix, last_suffix, last_size, last = raw[:TASK_ID_AT], raw[_TASK_ID_END:], len(raw), known
             if known is None:
                 header = decode_header(raw)
                 task = Task(sq, position, header, raw, arrivals[slot], header.task_id)  # type: ignore[arg-type]
                 task.status = _TASK_TYPE_NOT_SUPPORT
             else:
-                task = Task(sq, position, known[0], raw, arrivals[slot], raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8)
-                if known[1] is not None:
-                    task.kernel = known[1]
-                    if known[2]:  # the block, through the view kept while its mapping is unchanged
-                        args = None
-                        if space is not None and known[3] is space and known[4] == space.generation:
-                            args = params.get(known[5].tobytes())
-                        if args is None:
-                            self._prefetch_params(task, known)
-                        else:
-                            task.args = args
+                kernel = known[1]
+                args: tuple[ParamValue, ...] | None = ()
+                if kernel is not None and known[2]:  # the block, through the view kept while its mapping is unchanged
+                    args = None
+                    if space is not None and known[3] is space and known[4] == space.generation:
+                        args = params.get(known[5].tobytes())
+                task_id = raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8
+                task = Task(sq, position, known[0], raw, arrivals[slot], task_id, kernel, args or ())
+                if args is None:
+                    self._prefetch_params(task, known)
             position += 1
             sq.fetched = position
             to_run(task)

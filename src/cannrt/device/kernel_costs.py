@@ -33,9 +33,9 @@ class KernelCosts:
         self.chip = chip
         self.l2 = l2
         self._plans: dict[tuple[object, ...], tuple[Kernel, KernelPlan]] = {}  # by name: check the kernel
-        # id(arguments) -> [arguments, kernel, blockDim, plan, last hit rate, active cores, costing]:
-        # the same decoded argument tuple comes back for every launch of a shape, so most lookups
-        # need no hashing of it
+        # id(arguments) -> [arguments, kernel, blockDim, plan, touched granules, then the last hit
+        # rate, cores and costing]: the same decoded argument tuple comes back for every launch of
+        # a shape, so most lookups need no hashing of it
         self._recent: dict[int, list[Any]] = {}
         # (id(plan), L2 hit rate, active cores) -> (ns of each block, (summed pipe times, hit, work))
         self._cost_cache: dict[tuple[int, float, int], Costed] = {}
@@ -46,19 +46,24 @@ class KernelCosts:
         recent = self._recent.get(id(args))
         if recent is None or recent[0] is not args or recent[1] is not kernel or recent[2] != block_dim:
             recent = self._recent_of(kernel, args, block_dim)
+        touched, l2 = recent[4], self.l2
+        if touched is None:
+            hit = 0.0
+        elif l2.repeat is touched:  # the access before was this one and evicted nothing: all hit
+            hit = 1.0 if touched[0] else 0.0  # type: ignore[index]  # not None: it is l2.repeat
+        else:
+            hit = l2.access(touched)
+        if recent[5] == hit and recent[6] == cores:  # as the launch before: its costing
+            return recent[7]  # type: ignore[no-any-return]
         plan: KernelPlan = recent[3]
-        reads, writes = plan.read_granules, plan.write_granules
-        hit = self.l2.access(reads, writes) if reads or writes else 0.0
         active = len(plan.fractions)
         if cores < active:
             active = cores
-        if recent[4] == hit and recent[5] == active:  # as the launch before: its costing
-            return recent[6]  # type: ignore[no-any-return]
         cost_key = (id(plan), hit, active)
         cached = self._cost_cache.get(cost_key)
         if cached is None:
             cached = self._cost_cache[cost_key] = self._cost(plan, hit, active)
-        recent[4:] = hit, active, cached
+        recent[5:] = hit, cores, cached
         return cached
 
     def _cost(self, plan: KernelPlan, hit: float, active: int) -> Costed:
@@ -71,19 +76,14 @@ class KernelCosts:
         return block_ns, (sums, hit, plan.work)
 
     def _recent_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> list[Any]:
-        """The entry of an argument tuple not seen lately: [args, kernel, blockDim, plan, then
-        the L2 hit rate, active cores and costing of its last launch]."""
+        """The entry of an argument tuple not seen lately: [args, kernel, blockDim, plan, its
+        (read, written) granules or None if none, then the L2 hit rate, cores and costing of its
+        last launch]."""
         if len(self._recent) > CACHE_LIMIT:
             self._recent.clear()
-        entry = self._recent[id(args)] = [
-            args,
-            kernel,
-            block_dim,
-            self._plan_of(kernel, args, block_dim),
-            -1.0,
-            0,
-            None,
-        ]
+        plan = self._plan_of(kernel, args, block_dim)
+        touched = (plan.read_granules, plan.write_granules) if plan.read_granules or plan.write_granules else None
+        entry = self._recent[id(args)] = [args, kernel, block_dim, plan, touched, -1.0, -1, None]
         return entry
 
     def _plan_of(self, kernel: Kernel, args: tuple[ParamValue, ...], block_dim: int) -> KernelPlan:

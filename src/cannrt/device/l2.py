@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 GRANULE_SHIFT = 16
+Touched = tuple[tuple[int, ...], tuple[int, ...]]
+"""The granules one launch shape reads, and those it writes."""
 
 
 def granules(ranges: list[tuple[int, int]]) -> tuple[int, ...]:
@@ -25,13 +27,14 @@ class L2Model:
         self.capacity = max(1, capacity_bytes >> GRANULE_SHIFT)
         self._lines: OrderedDict[int, None] = OrderedDict()
         # the (reads, writes) of the last access if all its granules stayed resident: the same
-        # access again hits every read and leaves the recency order as it is
-        self._repeat: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        # access again (by identity) hits every read and leaves the recency order as it is
+        self.repeat: Touched | None = None
 
-    def access(self, reads: tuple[int, ...], writes: tuple[int, ...]) -> float:
-        """Touch read then written granules; returns the hit fraction of the read granules."""
-        repeat = self._repeat
-        if repeat is not None and repeat[0] is reads and repeat[1] is writes:
+    def access(self, touched: Touched) -> float:
+        """Touch the read then the written granules of touched = (reads, writes); returns the
+        hit fraction of the read granules."""
+        reads, writes = touched
+        if self.repeat is touched:
             return 1.0 if reads else 0.0
         lines = self._lines
         touch, insert = lines.move_to_end, self._insert
@@ -48,7 +51,7 @@ class L2Model:
                 touch(granule)
             else:
                 evicted |= insert(granule)
-        self._repeat = None if evicted else (reads, writes)
+        self.repeat = None if evicted else touched
         return hit / len(reads) if reads else 0.0
 
     def _insert(self, granule: int) -> bool:

@@ -38,7 +38,15 @@ class Task:
     )
 
     def __init__(
-        self, sq: SubmissionQueue, position: int, sqe: Sqe, sqe_bytes: bytes, arrival_ns: int, task_id: int
+        self,
+        sq: SubmissionQueue,
+        position: int,
+        sqe: Sqe,
+        sqe_bytes: bytes,
+        arrival_ns: int,
+        task_id: int,
+        kernel: Kernel | None = None,
+        args: tuple[ParamValue, ...] = (),
     ) -> None:
         self.sq = sq
         self.position = position  # index in the SQ (monotonic); head becomes position + 1 on completion
@@ -47,8 +55,8 @@ class Task:
         self.task_id = task_id
         self.sqe_bytes = sqe_bytes
         self.arrival_ns = arrival_ns
-        self.kernel: Kernel | None = None
-        self.args: tuple[ParamValue, ...] = ()
+        self.kernel = kernel  # the code at a kernel SQE's PC
+        self.args = args  # its decoded parameter block
         self.real_done = False
         self.released = False  # an event wait the timeline found satisfied (the worker may run it)
         self.status = 0  # ACL error code, 0 = success

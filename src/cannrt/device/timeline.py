@@ -11,22 +11,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from cannrt.abi import (
-    WR_CQE,
-    CoreKind,
-    ErrorType,
-    EventMode,
-    EventSqe,
-    KernelSqe,
-    SdmaOp,
-    SdmaSqe,
-    SqeType,
-)
-from cannrt.device.kernel_costs import KernelCosts
-from cannrt.device.l2 import L2Model
-from cannrt.device.placement import place
+from cannrt.abi import WR_CQE, CoreKind, ErrorType, EventMode, EventSqe, SqeType
+from cannrt.device.engines import COMPLETE, Engines
+from cannrt.device.engines import MAX_TASK_NS as MAX_TASK_NS  # where callers have found it
 from cannrt.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -38,69 +28,48 @@ if TYPE_CHECKING:
     from cannrt.device.sync import DeviceSync
     from cannrt.device.task import Task
 
-COMPLETE = 0  # completions first at an instant, so freed resources serve dispatches
 ARRIVE = 1
 RESOURCE = 2
 WAIT_EXPIRED = 3  # an event wait reached its op wait timeout (aclrtSetOpWaitTimeout)
 NEVER = 1 << 62
 CLOCK_LIMIT = 1 << 61  # a task due to start past this (73 years) fails: the clock keeps its range
-MAX_TASK_NS = 1 << 58  # a task longer than this (9 years) fails: ends stay below NEVER
 ARRIVAL_JUMP = True  # a lone SQ's later head moves the clock there at once, not via ARRIVE (tests compare)
 _KERNEL = int(SqeType.KERNEL)
 _AICPU = int(SqeType.AICPU)
+_KERNELS = (_KERNEL, _AICPU)
 _SDMA = int(SqeType.SDMA)
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
 _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_WRITES = (int(SqeType.EVENT_RECORD), int(SqeType.WRITE_VALUE))
 _AIVEC = int(CoreKind.AIVEC)
-_AICORE = int(CoreKind.AICORE)
 Ns = tuple[int, ...]
 
 
-def _dispatch_order(sq: SubmissionQueue) -> tuple[int, int]:
-    """Among SQs ready at one instant: more urgent priority first, then lower SQ id."""
-    return (sq.priority, sq.sq_id)
-
-
+_dispatch_order = attrgetter("priority", "sq_id")  # among SQs ready at one instant: most urgent, lowest id
 CALLBACK_PATIENCE_S = 1.0  # wall s a callback's modelled end waits for its host function, then it is parked
 
 
-class Timeline:
+class Timeline(Engines):
     """The deterministic model of one device's task scheduler and engines."""
 
     def __init__(self, device_id: int, settings: Settings, fabric: Fabric, reports: Reports, sync: DeviceSync) -> None:
+        super().__init__(settings)
         self.device_id = device_id
-        self.chip = settings.chip
-        self.costs = settings.device_costs
         self._fabric = fabric
         self._reports = reports
         self._sync = sync
         self.now = 0
         self._heap: list[tuple[int, int, int, object]] = []
         self._seq = 0
-        cores = self.chip.enabled_cores()
-        per_core = self.chip.vector_cores_per_core()
-        # per engine kind, a heap of (free at, physical core id): least-loaded first, then lowest id
-        self.core_heaps: dict[int, list[tuple[int, int]]] = {
-            CoreKind.AICORE: [(0, core) for core in cores],
-            CoreKind.AIVEC: [(0, core * per_core + v) for core in cores for v in range(per_core)],
-        }
-        self.sdma_free = [0] * self.chip.sdma_engines
         self.slots: dict[int, tuple[int, int]] = {}  # event id -> (value, timestamp ns)
         self._ready: set[SubmissionQueue] = set()
         self._event_waiters: dict[int, set[SubmissionQueue]] = {}
         self._resource_waiters: set[SubmissionQueue] = set()
         self._resource_wake = NEVER
-        self.l2 = L2Model(self.chip.l2_bytes)
         self.records: TaskLog | None = None
         self._parked_callbacks: set[Task] = set()  # reached their end before the host ran them
         self._wait_deadlines: set[Task] = set()  # blocked event waits with a WAIT_EXPIRED pending
-        self._kernel_costs = KernelCosts(self.chip, self.l2)
-        self._one_core = {core: (core,) for heap in self.core_heaps.values() for _, core in heap}
-        self._dispatch_ns = self.costs.dispatch_ns
         self._bound = 0  # of the advance in progress
-        self._kernel_floor_ns = self.costs.kernel_floor_ns
-        self._block_launch_ns = self.costs.block_launch_ns
 
     # -- driving the clock -------------------------------------------------------------------
     def next_time(self) -> int:
@@ -123,19 +92,24 @@ class Timeline:
     def _advance(self, bound: int, until: Callable[[], bool] | None) -> bool:
         heap = self._heap
         ready = self._ready
+        pop, complete, dispatch, lone = heapq.heappop, self._complete, self._dispatch, self._lone_kernels
         self._bound = bound
         while True:
             if ready:
-                self._dispatch()
+                reached = lone(until) if len(ready) == 1 and not heap else None
+                if reached is not None:
+                    return reached
+                if ready:
+                    dispatch()
             if until is not None and until():
                 return True
             if not heap or heap[0][0] > bound:
                 return False
             now = self.now = heap[0][0]
             while heap and heap[0][0] == now:
-                _, kind, _, item = heapq.heappop(heap)
+                _, kind, _, item = pop(heap)
                 if kind == COMPLETE:
-                    self._complete(item)  # type: ignore[arg-type]
+                    complete(item)  # type: ignore[arg-type]
                 elif kind == ARRIVE:
                     ready.add(item)  # type: ignore[arg-type]
                 elif kind == WAIT_EXPIRED:
@@ -144,6 +118,35 @@ class Timeline:
                     self._resource_wake = NEVER
                     ready.update(self._resource_waiters)
                     self._resource_waiters.clear()
+
+    def _lone_kernels(self, until: Callable[[], bool] | None) -> bool | None:
+        """_advance while one SQ is ready, nothing else pending and its head a kernel that ran
+        for real: start it, check `until`, complete it at its end, next (the general loop's steps
+        without _dispatch, _try_head and the heap). None: the general loop goes on from here."""
+        heap, ready, bound = self._heap, self._ready, self._bound
+        (sq,) = ready
+        queue, try_kernel, complete = sq.model_queue, self._try_kernel, self._complete
+        while not sq.model_busy and queue and not sq.closed and not heap and ARRIVAL_JUMP:
+            task = queue[0]
+            if task.sqe.sqe_type not in _KERNELS or not task.real_done or task.discarded or task.arrival_ns > bound:
+                return None  # _try_head's other cases
+            if task.arrival_ns > self.now:  # nothing else is pending: move there, as _try_head does
+                self.now = task.arrival_ns
+            if self.now > CLOCK_LIMIT:
+                return None
+            ready.clear()  # as _dispatch pops it
+            end = try_kernel(sq, task, False)  # touches neither ready nor the heap but to park
+            if end < 0:
+                return None  # parked for a core
+            if until is not None and until():
+                self._push(end, COMPLETE, task)  # where the general loop leaves it
+                return True
+            if end > bound:
+                self._push(end, COMPLETE, task)
+                return False
+            self.now = end
+            complete(task)  # back in ready, nothing pushed
+        return None
 
     def _push(self, time: int, kind: int, item: object) -> None:
         self._seq += 1
@@ -201,7 +204,7 @@ class Timeline:
             self._sync.await_real(task)
         if task.discarded:
             self._start(sq, task, self.now + self.costs.event_ns)
-        elif kind in (_KERNEL, _AICPU):
+        elif kind in _KERNELS:
             self._try_kernel(sq, task)
         elif kind == _SDMA:
             self._try_copy(sq, task)
@@ -256,89 +259,6 @@ class Timeline:
         self._sync.await_real(task)
         self._start(sq, task, self.now)
 
-    def _try_copy(self, sq: SubmissionQueue, task: Task) -> None:
-        engine = min(range(len(self.sdma_free)), key=lambda e: (self.sdma_free[e], e))
-        if self.sdma_free[engine] > self.now:
-            self._park_for_resources(sq, self.sdma_free[engine])
-            return
-        sqe = task.sqe
-        assert isinstance(sqe, SdmaSqe)
-        gbps = self._fabric.copy_bandwidth(self.chip, sqe.op == SdmaOp.MEMSET, sqe.kind, sqe.src, sqe.dst)
-        ns = self.costs.copy_latency_ns + int(sqe.length / gbps)
-        if ns > MAX_TASK_NS:
-            message = f"copy of {sqe.length} bytes would take {ns} ns (limit {MAX_TASK_NS})"
-            self._refuse(task, ErrorCode.RT_SYS_DMA, message, ErrorType.MEMORY)
-            ns = 0
-        end = self.now + ns
-        self.sdma_free[engine] = end
-        task.cores = (engine,)
-        self._start(sq, task, end)
-
-    def _try_kernel(self, sq: SubmissionQueue, task: Task) -> None:
-        sqe: KernelSqe = task.sqe  # type: ignore[assignment]  # a KERNEL or AICPU SQE
-        heap = self.core_heaps[_AIVEC if sqe.core_kind == _AIVEC else _AICORE]
-        now = self.now
-        free_at, first_core = heap[0]
-        if free_at > now:
-            self._park_for_resources(sq, free_at)
-            return
-        start = now + self._dispatch_ns
-        kernel = task.kernel
-        if kernel is None or task.status:
-            task.cores = (first_core,)
-            task.aux = (None, 0.0, None)
-            end = start
-        else:
-            try:
-                block_ns, task.aux = self._kernel_costs.of(kernel, task.args, max(sqe.block_dim, 1), len(heap))
-            except Exception as exc:  # a user kernel's work model raised: the kernel fails, not the device
-                message = f"{kernel.name} work model: {exc!r}"
-                end = self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_EXCEPTION, message)
-            else:
-                if len(block_ns) == 1 and block_ns[0] <= MAX_TASK_NS:  # one block: the least-loaded core
-                    at = free_at if free_at > start else start
-                    end = at + block_ns[0] + (self._block_launch_ns if at > start else 0)
-                    heapq.heapreplace(heap, (end, first_core))
-                    if self.records is not None:
-                        task.blocks = ((first_core, at, end),)
-                    task.cores = self._one_core[first_core]
-                else:
-                    end = self._place_blocks(task, kernel.name, heap, start, block_ns)
-        limit = self._reports.execute_limit_ns  # aclrtSetOpExecuteTimeOut, judged in modelled time
-        if limit and end - start > limit and not task.status:
-            end = self._reports.timed_out(task, heap, start, first_core)
-        elif task.fault is not None:
-            self._reports.place_fault(task, heap)  # the core the faulting block ran on
-        floor = start + self._kernel_floor_ns
-        if end < floor:
-            end = floor
-        sq.model_queue.popleft()  # _start, inline
-        sq.model_busy = True
-        task.start_ns = now
-        task.end_ns = end
-        self._seq += 1
-        heapq.heappush(self._heap, (end, COMPLETE, self._seq, task))
-
-    def _place_blocks(self, task: Task, name: str, heap: list[tuple[int, int]], start: int, block_ns: Ns) -> int:
-        """Blocks onto least-loaded cores (earliest free, then lowest id); returns the end and
-        sets the task's cores (and blocks, when tracing)."""
-        total = sum(block_ns)
-        if total > MAX_TASK_NS:
-            message = f"{name} would run {total} ns (limit {MAX_TASK_NS})"
-            return self._refused_kernel(task, heap, start, ErrorCode.RT_AICORE_TIMEOUT, message)
-        end, task.cores, task.blocks = place(heap, block_ns, start, self._block_launch_ns, self.records is not None)
-        return end
-
-    def _refuse(self, task: Task, code: int, message: str, error_type: int = ErrorType.AICORE) -> None:
-        """Fail a task whose modelled time would leave the clock's range (it takes no time)."""
-        self._reports.fault(task, code, error_type, ("TIME_LIMIT",), message)
-
-    def _refused_kernel(self, task: Task, heap: list[tuple[int, int]], start: int, code: int, message: str) -> int:
-        self._refuse(task, code, message)
-        task.cores = (heap[0][1],)
-        task.aux = (None, 0.0, None)
-        return start
-
     def _refuse_late(self, sq: SubmissionQueue, task: Task) -> None:
         """The clock passed CLOCK_LIMIT: every task fails at once (after its real run, if any)."""
         if not task.status:
@@ -351,15 +271,15 @@ class Timeline:
 
     # -- completion --------------------------------------------------------------------------
     def _complete(self, task: Task) -> None:
-        sq = task.sq
-        if task.sqe.sqe_type == _PLACE_HOLDER and not self._sync.await_real(task, CALLBACK_PATIENCE_S):
+        sq, sqe = task.sq, task.sqe
+        kind = sqe.sqe_type
+        if kind == _PLACE_HOLDER and not self._sync.await_real(task, CALLBACK_PATIENCE_S):
             # the host has not run it (nobody processes reports?): park its SQ, keep the device going
             self._parked_callbacks.add(task)
             return
         sq.model_busy = False
         sq.model_head = task.position + 1
-        sqe = task.sqe
-        if sqe.sqe_type in _SLOT_WRITES and not task.discarded:
+        if kind in _SLOT_WRITES and not task.discarded:
             self._write_slot(sqe)  # type: ignore[arg-type]  # an EventSqe
         if not sq.closed:
             self._ready.add(sq)

@@ -13,6 +13,8 @@ from cannrt.dtypes import numpy_dtype
 
 CACHE_LIMIT = 4096  # argument lists kept before the cache starts over
 Scatter = list[tuple[np.ndarray, list[np.ndarray]]]  # outputs gathered over several mappings
+Values = tuple[list[object], Scatter]
+_NOTHING: Values = ([], [])  # never changed: what a kernel without arguments gets
 
 
 class ArgumentFault(Exception):
@@ -38,17 +40,17 @@ class ArgumentViews:
 
     def __init__(self, fabric: Fabric) -> None:
         self._fabric = fabric
-        # id(arguments) -> (arguments, output indices, space, its generation then, values). By
-        # identity: the fetcher hands out one tuple per distinct parameter block, and equal
-        # tuples can differ in what they carry (1 == 1.0 == True)
-        self._cache: dict[int, tuple[tuple[ParamValue, ...], tuple[int, ...], AddressSpace, int, list[object]]] = {}
+        # id(arguments) -> (arguments, output indices, space, its generation then, (values, no
+        # scatter)). By identity: the fetcher hands out one tuple per distinct parameter block,
+        # and equal tuples can differ in what they carry (1 == 1.0 == True)
+        self._cache: dict[int, tuple[tuple[ParamValue, ...], tuple[int, ...], AddressSpace, int, Values]] = {}
 
-    def of(self, asid: int, args: tuple[ParamValue, ...], outputs: tuple[int, ...]) -> tuple[list[object], Scatter]:
+    def of(self, asid: int, args: tuple[ParamValue, ...], outputs: tuple[int, ...]) -> Values:
         """The values for args in address space asid, and the outputs to scatter back after the
         kernel (a tensor spanning several mappings is computed on a gathered copy). Raises
         ArgumentFault for an argument the MMU refuses."""
         if not args:
-            return [], []
+            return _NOTHING
         space = self._fabric.space(asid)
         cached = self._cache.get(id(args))
         if (
@@ -58,7 +60,7 @@ class ArgumentViews:
             and cached[3] == space.generation
             and cached[1] == outputs
         ):
-            return cached[4], []
+            return cached[4]
         generation = space.generation
         values: list[object] = []
         scatter: Scatter = []
@@ -79,7 +81,7 @@ class ArgumentViews:
         if not scatter:
             if len(self._cache) >= CACHE_LIMIT:
                 self._cache.clear()
-            self._cache[id(args)] = (args, outputs, space, generation, values)
+            self._cache[id(args)] = (args, outputs, space, generation, (values, []))
         return values, scatter
 
     def _tensor(

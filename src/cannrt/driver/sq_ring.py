@@ -54,7 +54,7 @@ class SqRing:
         def send_template(prefix: bytes, suffix: bytes, arrival_ns: int) -> int:
             position = sq.tail
             if position - sq.fetched >= depth:
-                wait_for_space()
+                wait_for_space(arrival_ns)
             slot = position % depth
             ring[slot] = prefix + ids[position & 0xFFFF] + suffix
             arrivals[slot] = arrival_ns
@@ -77,7 +77,7 @@ class SqRing:
         position = sq.tail
         depth = self._depth
         if position - sq.fetched >= depth:
-            self._wait_for_space()
+            self._wait_for_space(arrival_ns)
         slot = position % depth
         self._ring[slot] = sqe
         self._arrivals[slot] = arrival_ns
@@ -91,7 +91,7 @@ class SqRing:
         for the SQE: the block it replaces belonged to an SQE fetched by then)."""
         sq = self._sq
         if sq.tail - sq.fetched >= self._depth:
-            self._wait_for_space()
+            self._wait_for_space(arrival_ns)
         try:
             self._space.view(param_va, len(params), "write")[:] = memoryview(params)
         except DeviceFault as fault:
@@ -105,8 +105,8 @@ class SqRing:
         if sync.idle or sync.host_waiters:
             sync.kick()
 
-    def _wait_for_space(self) -> None:
+    def _wait_for_space(self, arrival_ns: int) -> None:
         try:
-            self._npu.wait_for_ring_space(self._sq)
+            self._npu.wait_for_ring_space(self._sq, arrival_ns)
         except DeviceHang as exc:
             raise CannTimeout(ErrorCode.RT_STREAM_TASK_FULL, f"watchdog: {exc}") from None
