@@ -124,17 +124,10 @@ class Fetcher:
         except KeyError:  # the context is gone: _prefetch_params reports each task
             space = None
         params = self._params
-        # the last distinct SQE seen: a run of one repeated launch matches it without a lookup
-        last_prefix, last_suffix, last_size, last = b"", b"", -1, None
         while position < tail:
             slot = position % depth
             raw = ring[slot]
-            if len(raw) == last_size and raw.startswith(last_prefix) and raw.endswith(last_suffix):
-                known = last
-            else:
-                known = decoded.get(raw[:TASK_ID_AT] + raw[_TASK_ID_END:]) or self._decode_new(raw)
-                if known is not None:
-                    last_prefix, last_suffix, last_size, last = raw[:TASK_ID_AT], raw[_TASK_ID_END:], len(raw), known
+            known = decoded.get(raw[:TASK_ID_AT] + raw[_TASK_ID_END:]) or self._decode_new(raw)
             if known is None:
                 header = decode_header(raw)
                 task = Task(sq, position, header, raw, arrivals[slot], header.task_id)  # type: ignore[arg-type]

@@ -46,13 +46,8 @@ class KernelCosts:
         recent = self._recent.get(id(args))
         if recent is None or recent[0] is not args or recent[1] is not kernel or recent[2] != block_dim:
             recent = self._recent_of(kernel, args, block_dim)
-        touched, l2 = recent[4], self.l2
-        if touched is None:
-            hit = 0.0
-        elif l2.repeat is touched:  # the access before was this one and evicted nothing: all hit
-            hit = 1.0 if touched[0] else 0.0  # type: ignore[index]  # not None: it is l2.repeat
-        else:
-            hit = l2.access(touched)
+        touched = recent[4]
+        hit = 0.0 if touched is None else self.l2.access(touched)
         if recent[5] == hit and recent[6] == cores:  # as the launch before: its costing
             return recent[7]  # type: ignore[no-any-return]
         plan: KernelPlan = recent[3]

@@ -83,12 +83,10 @@ class Npu:
         tail, unless sq.rung says it is there already) and the flags that say who to wake."""
         return self.fetcher.doorbells, self.sync
 
-    def wait_for_ring_space(self, sq: SubmissionQueue, now_ns: int) -> None:
-        """Block until sq has a free entry for an SQE arriving at host time now_ns; the timeline
-        commits what the device did before then (a full ring is where a device behind its host
-        makes the host wait). The tasks in flight stay a ring's worth, not a whole burst."""
+    def wait_for_ring_space(self, sq: SubmissionQueue) -> None:
+        """Block until sq has a free entry (a full ring is where a device behind its host makes
+        the host wait)."""
         self.fetcher.wait_for_space(sq)
-        self.catch_up(now_ns - 1)  # strictly before: an SQE arriving at now_ns may still join it
 
     # -- kernels, events, callbacks ----------------------------------------------------------
     def load_kernel(self, name: str) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from cannrt.abi import WR_CQE, CoreKind, ErrorType, EventMode, EventSqe, SqeType
+from cannrt.abi import WR_CQE, ErrorType, EventMode, EventSqe, SqeType
 from cannrt.device.engines import COMPLETE, Engines
 from cannrt.device.engines import MAX_TASK_NS as MAX_TASK_NS  # where callers have found it
 from cannrt.errors import ErrorCode
@@ -41,8 +41,6 @@ _SDMA = int(SqeType.SDMA)
 _EVENT_WAIT = int(SqeType.EVENT_WAIT)
 _PLACE_HOLDER = int(SqeType.PLACE_HOLDER)
 _SLOT_WRITES = (int(SqeType.EVENT_RECORD), int(SqeType.WRITE_VALUE))
-_AIVEC = int(CoreKind.AIVEC)
-Ns = tuple[int, ...]
 
 
 _dispatch_order = attrgetter("priority", "sq_id")  # among SQs ready at one instant: most urgent, lowest id
@@ -126,11 +124,13 @@ class Timeline(Engines):
         heap, ready, bound = self._heap, self._ready, self._bound
         (sq,) = ready
         queue, try_kernel, complete = sq.model_queue, self._try_kernel, self._complete
-        while not sq.model_busy and queue and not sq.closed and not heap and ARRIVAL_JUMP:
+        while len(ready) == 1 and sq in ready and not sq.model_busy and queue and not sq.closed and not heap:
             task = queue[0]
             if task.sqe.sqe_type not in _KERNELS or not task.real_done or task.discarded or task.arrival_ns > bound:
                 return None  # _try_head's other cases
             if task.arrival_ns > self.now:  # nothing else is pending: move there, as _try_head does
+                if not ARRIVAL_JUMP:
+                    return None
                 self.now = task.arrival_ns
             if self.now > CLOCK_LIMIT:
                 return None

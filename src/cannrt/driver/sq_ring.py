@@ -106,7 +106,15 @@ class SqRing:
             sync.kick()
 
     def _wait_for_space(self, arrival_ns: int) -> None:
+        """Wait for a free entry, then commit the timeline to just before the SQE arrives (strictly
+        before: an SQE arriving then may still join it), so the tasks in flight stay a ring's
+        worth, not a whole burst. A hang while waiting is a full ring; one while committing is a
+        task that never finished, reported as a synchronize would."""
         try:
-            self._npu.wait_for_ring_space(self._sq, arrival_ns)
+            self._npu.wait_for_ring_space(self._sq)
         except DeviceHang as exc:
             raise CannTimeout(ErrorCode.RT_STREAM_TASK_FULL, f"watchdog: {exc}") from None
+        try:
+            self._npu.catch_up(arrival_ns - 1)
+        except DeviceHang as exc:
+            raise CannTimeout(ErrorCode.RT_STREAM_SYNC_TIMEOUT, f"watchdog: {exc}") from None
