@@ -172,3 +172,22 @@ def test_light_models_lose_their_concat_copies_and_keep_their_outputs(name, conc
     check_plan(after)
     feeds = lm.input_for(model)
     np.testing.assert_allclose(run(after, list(feeds.values()))[0], run(before, list(feeds.values()))[0], rtol=0)
+
+
+def test_a_concat_read_through_a_reshape_output_places_its_inputs_in_the_output_buffer():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="a"),
+        helper.make_node("Sigmoid", ["x"], ["b"], name="b"),
+        helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1),
+        helper.make_node("Flatten", ["y"], ["f"], name="flat"),
+        helper.make_node("Neg", ["y"], ["n"], name="neg"),
+    ]
+    model = gm.model(nodes, [gm.f32("x", [1, 2, 3, 4])], [gm.f32("f", [1, 48]), gm.f32("n", [1, 4, 3, 4])])
+    compiled = compile_model(model, FP32)
+    assert copies(compiled) == [] and written_by(compiled, "b") == (Section.OUTPUT, 2 * 3 * 4 * 4)
+    (neg,) = [t for t in kernels(compiled) if t.node == "neg"]
+    assert (neg.args[0].section, neg.args[0].offset, neg.args[0].index) == (Section.OUTPUT, 0, 0)
+    check_plan(compiled)
+    x = gm.RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    for got, want in zip(run(compiled, [x]), lm.run_onnxruntime(model, {"x": x}), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
