@@ -20,7 +20,7 @@ from cannrt.config import PRESETS
 from cannrt.dtypes import FORMAT_CODES, acl_code
 from cannrt.graph.describe import describe
 from cannrt.graph.errors import GraphError, ShapeError, UnsupportedOpError
-from cannrt.graph.inplace import InPlace, choose_concat_places
+from cannrt.graph.inplace import InPlace, alias_root, choose_concat_places
 from cannrt.graph.ir import Graph, nbytes
 from cannrt.graph.lowering import Lowered, LoweringError, Node, lower, supported_ops
 from cannrt.graph.memory import Usage, WeightSection, plan_feature_maps
@@ -65,7 +65,6 @@ class CompiledGear:
     num_streams: int
     nodes: tuple[Node, ...]  # the nodes that became tasks
     streams: tuple[int, ...]  # per task node
-    alias: Mapping[str, str]  # reshaped output -> the tensor whose buffer it shares
     inplace: InPlace  # the reshape aliases and the concat inputs placed in their outputs
     seconds: float
 
@@ -190,7 +189,7 @@ def compile_gear(
         seconds,
     )
     return CompiledGear(
-        graph, gear, task_list.num_events, sched.num_streams, tuple(nodes), tuple(streams), alias, inplace, seconds
+        graph, gear, task_list.num_events, sched.num_streams, tuple(nodes), tuple(streams), inplace, seconds
     )
 
 
@@ -200,11 +199,6 @@ def choose_aliases(graph: Graph) -> dict[str, str]:
     alias: dict[str, str] = {}
     io = set(graph.inputs) | set(graph.outputs)
     has_io: dict[str, bool] = {}
-
-    def root(name: str) -> str:
-        while name in alias:
-            name = alias[name]
-        return name
 
     for node in graph.nodes:
         if node.op_type not in ALIASABLE or len(node.outputs) != 1 or not node.inputs:
@@ -216,7 +210,7 @@ def choose_aliases(graph: Graph) -> dict[str, str]:
             continue
         if graph.values[source].dtype != graph.values[target].dtype or graph.outputs.count(target) > 1:
             continue
-        r = root(source)
+        r = alias_root(source, alias)
         group_io = has_io.get(r, r in io)
         if group_io and target in io:
             continue

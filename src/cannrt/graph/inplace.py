@@ -65,7 +65,7 @@ def choose_concat_places(graph: Graph, alias: Mapping[str, str], enabled: bool =
     io = set(graph.inputs) | set(graph.outputs)
     group_io: dict[str, bool] = {}
     for name in dict.fromkeys((*alias, *alias.values(), *io)):
-        root = _alias_root(name, alias)
+        root = alias_root(name, alias)
         group_io[root] = group_io.get(root, False) or name in io
     for node in graph.nodes:
         if node.op_type != "Concat" or len(node.outputs) != 1:
@@ -84,7 +84,7 @@ def choose_concat_places(graph: Graph, alias: Mapping[str, str], enabled: bool =
             x = graph.values[name]
             if len(x.shape) != len(y.shape):
                 continue
-            root = _alias_root(name, alias)
+            root = alias_root(name, alias)
             compatible = x.dtype == y.dtype and math.prod(x.shape) > 0 and name not in graph.constants
             if compatible and _free(root, graph, result, group_io, y_root):
                 result.slots[root] = (y.name, offset * inner)  # a reshape alias shares offset 0
@@ -95,7 +95,8 @@ def choose_concat_places(graph: Graph, alias: Mapping[str, str], enabled: bool =
     return result
 
 
-def _alias_root(name: str, alias: Mapping[str, str]) -> str:
+def alias_root(name: str, alias: Mapping[str, str]) -> str:
+    """The tensor whose buffer name shares through a chain of reshape aliases (name itself if none)."""
     while name in alias:
         name = alias[name]
     return name

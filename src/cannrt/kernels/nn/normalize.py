@@ -68,15 +68,15 @@ def _batchnorm(
     beta: float = 0.0,
 ) -> None:
     """y = act(x * factor + shift) per channel, factor = scale / sqrt(var + eps), shift = bias -
-    mean * factor; straight into y when it has the compute dtype. One fp32 image with no
-    activation or a relu: the factors and the pass in one numba loop per slab of channels."""
+    mean * factor; straight into y when it has the compute dtype. fp32 with no activation or a
+    relu: the factors and the pass in one numba loop per slab of (image, channel) planes."""
     if _one_pass(x, y, (scale, bias, mean, var), act):
-        per = x.size // x.shape[1]
+        per = x.size // (x.shape[0] * x.shape[1])
         relu, epsilon = int(act == ACT_RELU), np.float32(eps)
         params = (scale, bias, mean, var)
 
         def slab(part: np.ndarray, target: np.ndarray, index: slice) -> None:
-            _batchnorm_planes(part.reshape(-1), *params, epsilon, target.reshape(-1), relu, (index.start, per))
+            _planes(part.reshape(-1), *params, epsilon, target.reshape(-1), relu, (index.start, per, 1))
 
         in_planes(x, y, slab)
         return
@@ -101,7 +101,7 @@ def _affine(
     x: np.ndarray, factor: np.ndarray, shift: np.ndarray, y: np.ndarray, activation: tuple[int, float, float]
 ) -> None:
     """y = act(x * factor + shift), x in the compute dtype; straight into y when y has it. fp32
-    planes with no activation or a relu take one fused pass (_affine_planes), else numpy's."""
+    planes with no activation or a relu take one fused pass (_planes), else numpy's."""
     target = y if y.dtype == x.dtype else np.empty(y.shape, x.dtype)
     planes = factor.size
     if (
@@ -113,8 +113,11 @@ def _affine(
         and x.shape[0] * x.shape[1] == planes
     ):
         per = x.size // max(1, planes)
-        flat = (x.reshape(-1), factor.reshape(-1), shift.reshape(-1), target.reshape(-1))
-        _affine_planes(*flat, activation[0], (planes, per))
+        factors, shifts = factor.reshape(-1), shift.reshape(-1)
+        unused = np.float32(0.0)
+        _planes(
+            x.reshape(-1), factors, shifts, factors, factors, unused, target.reshape(-1), activation[0], (0, per, 0)
+        )
     else:
         np.multiply(x, factor, out=target)
         target += shift
@@ -123,28 +126,11 @@ def _affine(
         store(y, target)
 
 
-@jit
-def _affine_planes(
-    x: np.ndarray, factor: np.ndarray, shift: np.ndarray, out: np.ndarray, relu: int, shape: Any
-) -> None:
-    planes, per = shape
-    for c in range(planes):
-        a, b = factor[c], shift[c]
-        source, target = x[c * per : (c + 1) * per], out[c * per : (c + 1) * per]
-        if relu:
-            for j in range(per):
-                v = source[j] * a + b
-                target[j] = v if not v < 0 else np.float32(0.0)  # NaN stays NaN, as np.maximum keeps it
-        else:
-            for j in range(per):
-                target[j] = source[j] * a + b
-
-
 def _one_pass(x: np.ndarray, y: np.ndarray, params: tuple[np.ndarray, ...], act: int) -> bool:
     return (
         act in (ACT_NONE, ACT_RELU)
         and x.ndim >= 3
-        and x.shape[0] == 1
+        and x.size > 0
         and x.dtype == y.dtype == np.float32
         and x.flags.c_contiguous
         and y.flags.c_contiguous
@@ -153,10 +139,10 @@ def _one_pass(x: np.ndarray, y: np.ndarray, params: tuple[np.ndarray, ...], act:
 
 
 @jit
-def _batchnorm_planes(
+def _planes(
     x: np.ndarray,
-    scale: np.ndarray,
-    bias: np.ndarray,
+    p: np.ndarray,
+    q: np.ndarray,
     mean: np.ndarray,
     var: np.ndarray,
     eps: np.float32,
@@ -164,18 +150,24 @@ def _batchnorm_planes(
     relu: int,
     shape: Any,
 ) -> None:
-    """Channels first, first + 1, ... of x (per elements each, flat): the fp32 factor and shift
-    rounded as numpy rounds them (scale / sqrt(var + eps); bias - mean * factor), then the pass."""
-    first, per = shape
+    """out = x * a + b per plane (per elements each, flat), then np.maximum(., 0) when relu (NaN
+    stays NaN, -0.0 becomes 0.0). Plane k is channel (first + k) % p.size. derive: p and q are
+    scale and bias, and a, b are rounded as numpy rounds them in fp32 (scale / sqrt(var + eps),
+    bias - mean * a); else p and q are a and b themselves."""
+    first, per, derive = shape
+    channels = p.size
     for k in range(x.size // per):
-        c = first + k
-        a = scale[c] / np.sqrt(var[c] + eps)
-        b = bias[c] - mean[c] * a
+        c = (first + k) % channels
+        if derive:
+            a = p[c] / np.sqrt(var[c] + eps)
+            b = q[c] - mean[c] * a
+        else:
+            a, b = p[c], q[c]
         source, target = x[k * per : (k + 1) * per], out[k * per : (k + 1) * per]
         if relu:
             for j in range(per):
                 v = source[j] * a + b
-                target[j] = v if not v < 0 else np.float32(0.0)  # NaN stays NaN, as np.maximum keeps it
+                target[j] = v if (v > 0 or v != v) else np.float32(0.0)
         else:
             for j in range(per):
                 target[j] = source[j] * a + b
