@@ -43,9 +43,11 @@ def test_the_plan_splits_output_channels_of_a_thin_pointwise_product() -> None:
 
 
 def test_per_tap_products_are_two_row_bands_of_one_image() -> None:
-    assert _by_taps(Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), 128, 32)
-    assert not _by_taps(Window((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)), 128, 32)  # strided
-    assert not _by_taps(Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), 128, 256)  # im2col pays off
+    unit = Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
+    assert _by_taps(unit, 128, 32, (56, 56)) and _by_taps(unit, 128, 32, (14, 14))
+    assert not _by_taps(Window((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)), 128, 32, (28, 28))  # strided
+    assert not _by_taps(unit, 128, 256, (56, 56))  # im2col pays off
+    assert not _by_taps(unit, 128, 32, (7, 7))  # the per-product overhead does not
     items = _plan(1, 1, 32, 128, (56, 56), 9, 4, False, True)
     assert [(i.r0, i.r1) for i in items] == [(0, 28), (28, 56)]
 
