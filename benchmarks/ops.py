@@ -1,4 +1,5 @@
-"""Operator benchmark: Conv, MaxPool and Gemm on resnet50's shapes, cannrt against onnxruntime.
+"""Operator benchmark: Conv, MaxPool and Gemm on resnet50's shapes (and densenet121's main conv),
+cannrt against onnxruntime.
 
 Each row is one node lowered by cannrt.graph.lowering and launched on the simulated device
 (launch, execute, synchronise: wall time), against the same node in an onnxruntime CPU session
@@ -41,6 +42,10 @@ CASES: list[tuple[str, str, list[tuple[int, ...]], tuple[int, ...], dict[str, An
     ("3x3 256->256 @14", "Conv", [(1, 256, 14, 14), (256, 256, 3, 3), (256,)], (1, 256, 14, 14),
      {"pads": [1, 1, 1, 1]}),
     ("3x3 512->512 @7", "Conv", [(1, 512, 7, 7), (512, 512, 3, 3), (512,)], (1, 512, 7, 7), {"pads": [1, 1, 1, 1]}),
+    ("3x3 128->32 @56 (densenet)", "Conv", [(1, 128, 56, 56), (32, 128, 3, 3), (32,)], (1, 32, 56, 56),
+     {"pads": [1, 1, 1, 1]}),
+    ("3x3 128->32 @28 (densenet)", "Conv", [(1, 128, 28, 28), (32, 128, 3, 3), (32,)], (1, 32, 28, 28),
+     {"pads": [1, 1, 1, 1]}),
     ("maxpool 3x3/2 64 @112", "MaxPool", [(1, 64, 112, 112)], (1, 64, 56, 56),
      {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ("gemm 1x2048 -> 1000", "Gemm", [(1, 2048), (1000, 2048), (1000,)], (1, 1000), {"transB": 1}),

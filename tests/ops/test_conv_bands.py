@@ -43,9 +43,11 @@ def test_the_plan_splits_output_channels_of_a_thin_pointwise_product() -> None:
 
 
 def test_per_tap_products_are_two_row_bands_of_one_image() -> None:
-    assert _by_taps(Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), 128, 32)
-    assert not _by_taps(Window((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)), 128, 32)  # strided
-    assert not _by_taps(Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), 128, 256)  # im2col pays off
+    unit = Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
+    assert _by_taps(unit, 128, 32, (56, 56)) and _by_taps(unit, 128, 32, (14, 14))
+    assert not _by_taps(Window((3, 3), (2, 2), (1, 1), (1, 1), (1, 1)), 128, 32, (28, 28))  # strided
+    assert not _by_taps(unit, 128, 256, (56, 56))  # im2col pays off
+    assert not _by_taps(unit, 128, 32, (7, 7))  # the per-product overhead does not
     items = _plan(1, 1, 32, 128, (56, 56), 9, 4, False, True)
     assert [(i.r0, i.r1) for i in items] == [(0, 28), (28, 56)]
 
@@ -68,6 +70,10 @@ CASES = {
     "per-tap, one item": ((1, 64, 10, 10), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
     "per-tap, batch and groups": ((2, 256, 20, 20), (64, 128, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}),
     "1x1 channel halves": ((1, 512, 6, 6), (1024, 512, 1, 1), {}),
+    "1-D bands": ((1, 64, 900), (64, 64, 5), {"pads": [2, 1]}),
+    "1-D channel halves": ((1, 256, 60), (256, 256, 3), {"pads": [1, 1]}),
+    "3-D bands": ((1, 16, 12, 20, 20), (32, 16, 3, 3, 3), {"pads": [1, 1, 1, 1, 1, 1]}),
+    "3-D channel halves": ((1, 64, 4, 6, 6), (128, 64, 3, 3, 3), {"pads": [1, 0, 1, 1, 2, 1]}),
     "batch and groups": ((3, 32, 24, 24), (64, 16, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}),
     "dilated, uneven pads": ((1, 48, 33, 31), (64, 48, 3, 3), {"pads": [2, 0, 1, 2], "dilations": [2, 2]}),
 }

@@ -16,8 +16,9 @@ from cannrt.kernels.nn.window import Window
 PATHS = {  # name: x shape, w shape, pads (begin = end), expected items shared with the helper
     "im2col bands": ((1, 32, 40, 40), (48, 32, 3, 3), 1, True),
     "per-tap bands": ((1, 128, 30, 30), (32, 128, 3, 3), 1, True),
-    "per-tap, one item": ((1, 64, 9, 9), (16, 64, 3, 3), 1, False),
+    "per-tap, one item": ((1, 64, 12, 12), (16, 64, 3, 3), 1, False),
     "input-channel halves": ((1, 256, 5, 5), (512, 256, 3, 3), 1, True),
+    "per-tap input-channel halves": ((1, 512, 10, 10), (64, 512, 3, 3), 1, True),
     "output-channel halves": ((1, 512, 6, 6), (1024, 512, 1, 1), 0, True),
 }
 ACTIVATIONS = {"none": (ACT_NONE, 0.0, 0.0), "relu": (ACT_RELU, 0.0, 0.0), "leaky": (ACT_LEAKY, 0.1, 0.0)}

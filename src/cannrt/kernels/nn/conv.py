@@ -112,6 +112,7 @@ MIN_BAND_PIXELS = 128  # bands narrower than this make thin products: split the 
 MIN_CHANNEL_PART = 32  # output channels per part when a pointwise convolution's channels are split
 TAPS_MAX_CHANNELS = 64  # per-tap products (no im2col) for at most this many output channels per group
 TAPS_MIN_CHANNELS = 64  # ... and at least this many input channels per group (the product's depth)
+TAPS_MIN_PIXELS = 100  # ... and at least this many output pixels (per-product overhead on smaller ones)
 
 
 @dataclass(frozen=True)
@@ -130,13 +131,13 @@ class _Item:
     c1: int
 
 
-def _by_taps(window: Window, cg: int, mg: int) -> bool:
+def _by_taps(window: Window, cg: int, mg: int, out: tuple[int, ...]) -> bool:
     """A 2-D unit-stride convolution with few output channels and deep input: one product per
     kernel offset on a strided view of the padded input (rows of the padded width, the extra
     columns dropped), accumulated; small-M products on a K x pixels im2col matrix are slow in
     OpenBLAS (it packs the whole matrix for a few rows), and no im2col copy is made."""
     two_d = len(window.kernel) == 2 and window.strides == (1, 1)
-    return two_d and mg <= TAPS_MAX_CHANNELS and cg >= TAPS_MIN_CHANNELS
+    return two_d and mg <= TAPS_MAX_CHANNELS and cg >= TAPS_MIN_CHANNELS and math.prod(out) >= TAPS_MIN_PIXELS
 
 
 def _plan(
@@ -252,7 +253,7 @@ def convolve_into(
     taps = math.prod(window.kernel)
     depth = cg * taps
     rest = math.prod(out[1:])
-    by_taps = _by_taps(window, cg, mg)
+    by_taps = _by_taps(window, cg, mg, out)
     pointwise = not by_taps and _pointwise(x, window, out)
     weights = as_compute(w).reshape(group, mg, depth)
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights

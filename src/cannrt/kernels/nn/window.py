@@ -8,6 +8,7 @@ inferred; the kernel pads the trailing edge as far as the last window reaches.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
@@ -33,17 +34,20 @@ class Window:
 
     @classmethod
     def parse(cls, name: str, nd: int, values: Sequence[object]) -> Window:
-        """Window from 5 x nd int scalars; KernelArgumentError for a missing or bad value."""
+        """Window from 5 x nd int scalars; KernelArgumentError for a missing or bad value. Every
+        kernel call parses its scalars, so plain-int ones are parsed once per distinct tuple
+        (a Window is immutable)."""
+        if all(type(v) is int for v in values):
+            parsed = _parse_ints(nd, tuple(values))
+            if isinstance(parsed, str):
+                raise KernelArgumentError(f"{name}: {parsed}")
+            return parsed
         if len(values) != 5 * nd or not all(isinstance(v, int) for v in values):
             raise KernelArgumentError(f"{name}: expected {5 * nd} int window scalars, got {list(values)}")
-        ints = [int(v) for v in values]  # type: ignore[call-overload]
-        parts = [tuple(ints[i * nd : (i + 1) * nd]) for i in range(5)]
-        window = cls(*parts)
-        if min(window.kernel + window.strides + window.dilations, default=1) < 1:
-            raise KernelArgumentError(f"{name}: kernel, strides and dilations must be >= 1, got {ints}")
-        if min(window.pads_begin + window.pads_end, default=0) < 0:
-            raise KernelArgumentError(f"{name}: pads must be >= 0, got {ints}")
-        return window
+        parsed = _parse_ints(nd, tuple(int(v) for v in values))  # type: ignore[call-overload]
+        if isinstance(parsed, str):
+            raise KernelArgumentError(f"{name}: {parsed}")
+        return parsed
 
     def scalars(self) -> tuple[int, ...]:
         """The flat scalar form."""
@@ -127,6 +131,19 @@ class Window:
         return np.asarray(result)
 
 
+@functools.lru_cache(maxsize=1024)
+def _parse_ints(nd: int, ints: tuple[int, ...]) -> Window | str:
+    """Window.parse of plain ints: the Window, or what is wrong with them."""
+    if len(ints) != 5 * nd:
+        return f"expected {5 * nd} int window scalars, got {list(ints)}"
+    window = Window(*(ints[i * nd : (i + 1) * nd] for i in range(5)))
+    if min(window.kernel + window.strides + window.dilations, default=1) < 1:
+        return f"kernel, strides and dilations must be >= 1, got {list(ints)}"
+    if min(window.pads_begin + window.pads_end, default=0) < 0:
+        return f"pads must be >= 0, got {list(ints)}"
+    return window
+
+
 def padded(
     x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype, slack: int = 0
 ) -> np.ndarray:
@@ -144,6 +161,9 @@ def padded_extents(x: np.ndarray, window: Window, out: Sequence[int]) -> list[in
     return [max(window.reach(a, n), window.pads_begin[a] + spatial[a]) for a, n in enumerate(out)]
 
 
+FILL_WHOLE_ELEMENTS = 1 << 14  # padded_rows fills smaller frames whole, then copies x in
+
+
 def padded_rows(
     x: np.ndarray,
     window: Window,
@@ -159,25 +179,32 @@ def padded_rows(
     spatial = x.shape[2:]
     extents = padded_extents(x, window, out)
     start, stop = rows
-    pads = [(window.pads_begin[a], extents[a] - window.pads_begin[a] - spatial[a]) for a in range(len(spatial))]
-    begin = min(max(0, pads[0][0] - start), stop - start)  # the pad rows before x's first ...
-    end = min(max(0, stop - pads[0][0] - spatial[0]), stop - start - begin)  # ... and after its last
+    lead = window.pads_begin[0]
+    begin = min(max(0, lead - start), stop - start)  # the pad rows before x's first ...
+    end = min(max(0, stop - lead - spatial[0]), stop - start - begin)  # ... and after its last
     inside = stop - start - begin - end
-    first = start + begin - pads[0][0] if inside else 0  # x's rows [first, last) are inside
-    last, pads[0] = first + inside, (begin, end)
-    if not slack and not any(begin or end for begin, end in pads):
-        return x[:, :, first:last].astype(dtype, copy=False)
+    first = start + begin - lead if inside else 0  # x's rows [first, first + inside) are inside
+    pads = [
+        (begin, end),
+        *((window.pads_begin[a], extents[a] - window.pads_begin[a] - spatial[a]) for a in range(1, len(spatial))),
+    ]
+    framed = any(b or e for b, e in pads)
+    if not slack and not framed:
+        return x[:, :, first : first + inside].astype(dtype, copy=False)
     shape = (*x.shape[:2], stop - start, *extents[1:])
     size = math.prod(shape)
-    buffer = np.empty(size + slack, dtype=dtype)
-    buffer[size:] = 0
+    small = size <= FILL_WHOLE_ELEMENTS  # one fill beats a few slice assignments per axis
+    buffer = np.full(size + slack, fill, dtype=dtype) if small else np.empty(size + slack, dtype=dtype)
+    if slack:
+        buffer[size:] = 0
     xp = buffer[:size].reshape(shape)
-    for axis, (begin, end) in enumerate(pads):  # fill only the frame
-        lead: tuple[Any, ...] = (slice(None),) * (2 + axis)
-        xp[(*lead, slice(0, begin))] = fill
-        xp[(*lead, slice(xp.shape[2 + axis] - end, None))] = fill
-    inner: tuple[Any, ...] = (Ellipsis, *(slice(begin, xp.shape[2 + a] - end) for a, (begin, end) in enumerate(pads)))
-    xp[inner] = x[:, :, first:last]
+    if framed and not small:
+        for axis, (b, e) in enumerate(pads):  # fill only the frame
+            index: tuple[Any, ...] = (slice(None),) * (2 + axis)
+            xp[(*index, slice(0, b))] = fill
+            xp[(*index, slice(xp.shape[2 + axis] - e, None))] = fill
+    inner: tuple[Any, ...] = (Ellipsis, *(slice(b, n - e) for (b, e), n in zip(pads, shape[2:], strict=True)))
+    xp[inner] = x[:, :, first : first + inside]
     return xp
 
 
