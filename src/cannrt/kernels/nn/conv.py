@@ -253,8 +253,8 @@ def convolve_into(
     taps = math.prod(window.kernel)
     depth = cg * taps
     rest = math.prod(out[1:])
-    by_taps = _by_taps(window, cg, mg, out)
-    pointwise = not by_taps and _pointwise(x, window, out)
+    pointwise = _pointwise(x, window, out)  # x itself is the im2col matrix: no per-tap route either
+    by_taps = not pointwise and _by_taps(window, cg, mg, out)
     weights = as_compute(w).reshape(group, mg, depth)
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
     b = None if bias is None else as_compute(bias).reshape(group, mg, 1)

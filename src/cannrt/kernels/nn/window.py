@@ -37,14 +37,11 @@ class Window:
         """Window from 5 x nd int scalars; KernelArgumentError for a missing or bad value. Every
         kernel call parses its scalars, so plain-int ones are parsed once per distinct tuple
         (a Window is immutable)."""
-        if all(type(v) is int for v in values):
-            parsed = _parse_ints(nd, tuple(values))
-            if isinstance(parsed, str):
-                raise KernelArgumentError(f"{name}: {parsed}")
-            return parsed
-        if len(values) != 5 * nd or not all(isinstance(v, int) for v in values):
-            raise KernelArgumentError(f"{name}: expected {5 * nd} int window scalars, got {list(values)}")
-        parsed = _parse_ints(nd, tuple(int(v) for v in values))  # type: ignore[call-overload]
+        if not all(type(v) is int for v in values):  # bools and int subclasses: plain ints first
+            if len(values) != 5 * nd or not all(isinstance(v, int) for v in values):
+                raise KernelArgumentError(f"{name}: expected {5 * nd} int window scalars, got {list(values)}")
+            values = [int(v) for v in values]  # type: ignore[call-overload]
+        parsed = _parse_ints(nd, tuple(values))
         if isinstance(parsed, str):
             raise KernelArgumentError(f"{name}: {parsed}")
         return parsed
@@ -144,15 +141,11 @@ def _parse_ints(nd: int, ints: tuple[int, ...]) -> Window | str:
     return window
 
 
-def padded(
-    x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype, slack: int = 0
-) -> np.ndarray:
-    """x in dtype, padded with fill on the leading pads and as far as the last window reaches.
-    With slack > 0 the result is a fresh C-contiguous array followed in memory by `slack` zero
-    elements of its buffer (strided views may read past its last row into them)."""
+def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype: np.dtype) -> np.ndarray:
+    """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
     if x.dtype == F16 and dtype == F32:
         x = widen(x)  # numba's conversion, then a plain fp32 copy into the padded frame
-    return padded_rows(x, window, out, (0, padded_extents(x, window, out)[0]), fill, dtype, slack)
+    return padded_rows(x, window, out, (0, padded_extents(x, window, out)[0]), fill, dtype)
 
 
 def padded_extents(x: np.ndarray, window: Window, out: Sequence[int]) -> list[int]:
