@@ -33,6 +33,7 @@ HOST_PID = 1
 DEVICE_PID = 2  # + device id
 AI_CORE_TID, VECTOR_CORE_TID, SDMA_TID = 10000, 20000, 30000  # + physical id
 STREAM_TID = 1  # + stream id
+BUSY_TRACKS = ("AI Core busy", "AI Vector Core busy")  # the busy cores counter of an AI core / vector core kernel
 ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
@@ -172,18 +173,23 @@ class TraceBuilder:
         if flow:
             text += f',"bind_id":{flow},"flow_in":true'
         text += shape.args + "}"
-        kind = record.core_kind if is_kernel(record) else -1
-        for unit, begin, finish in record.blocks:
-            if finish > begin:
-                engine = block_tid(record, unit)
-                self.tracks.add((pid, engine))
-                text += (
-                    f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":{engine},'
-                    f'"ts":{us_text(begin)},"dur":{us_text(finish - begin)}}}'
-                )
-                if kind >= 0:
-                    title = "AI Vector Core busy" if kind == CoreKind.AIVEC else "AI Core busy"
-                    self.counter(pid, title).span(begin, finish, {"cores": 1.0})
+        blocks = record.blocks
+        if blocks:
+            kind = record.core_kind if is_kernel(record) else -1
+            base = block_tid(record, 0)  # the track of engine 0 of the task's kind: + unit
+            busy: CounterTrack | None = None  # made at the first block that takes time (as the track)
+            tracks, head = self.tracks, f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":'
+            parts = [text]
+            for unit, begin, finish in blocks:
+                if finish > begin:
+                    engine = base + unit  # block_tid
+                    tracks.add((pid, engine))
+                    parts.append(f'{head}{engine},"ts":{us_text(begin)},"dur":{us_text(finish - begin)}}}')
+                    if kind >= 0:
+                        if busy is None:
+                            busy = self.counter(pid, BUSY_TRACKS[kind == CoreKind.AIVEC])
+                        busy.span_one(begin, finish, "cores", 1.0)
+            text = "".join(parts)
         read, written = shape.moved
         if end > start and (read or written):
             rates = {"read": read / (end - start), "write": written / (end - start)}
