@@ -175,21 +175,24 @@ class TraceBuilder:
         text += shape.args + "}"
         blocks = record.blocks
         if blocks:
-            kind = record.core_kind if is_kernel(record) else -1
-            base = block_tid(record, 0)  # the track of engine 0 of the task's kind: + unit
             busy: CounterTrack | None = None  # made at the first block that takes time (as the track)
-            tracks, head = self.tracks, f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":'
-            parts = [text]
+            base = kind = -1  # of the first block that takes time: the engine tracks' base, the core kind
+            head = parts = None
             for unit, begin, finish in blocks:
                 if finish > begin:
+                    if parts is None:
+                        base = block_tid(record, 0)  # the track of engine 0 of the task's kind: + unit
+                        kind = record.core_kind if is_kernel(record) else -1
+                        head, parts = f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":', [text]
                     engine = base + unit  # block_tid
-                    tracks.add((pid, engine))
+                    self.tracks.add((pid, engine))
                     parts.append(f'{head}{engine},"ts":{us_text(begin)},"dur":{us_text(finish - begin)}}}')
                     if kind >= 0:
                         if busy is None:
                             busy = self.counter(pid, BUSY_TRACKS[kind == CoreKind.AIVEC])
                         busy.span_one(begin, finish, "cores", 1.0)
-            text = "".join(parts)
+            if parts is not None:
+                text = "".join(parts)
         read, written = shape.moved
         if end > start and (read or written):
             rates = {"read": read / (end - start), "write": written / (end - start)}
