@@ -9,6 +9,7 @@ which records are collected. A record whose fields cannot be hashed is computed 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
@@ -27,9 +28,12 @@ WAIT_COLUMN = 10  # op_summary: the cells after Task Wait Time(us) belong to the
 WORK_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Work)))
 
 
+_NEEDS_QUOTES = re.compile('[,"\r\n]').search
+
+
 def csv_cell(text: str) -> str:
     """A CSV cell as csv.writer writes it (quoted if it holds a comma, quote or line break)."""
-    if any(c in text for c in ',"\r\n'):
+    if _NEEDS_QUOTES(text):
         return '"' + text.replace('"', '""') + '"'
     return text
 
