@@ -3,8 +3,8 @@
 Every figure is a ratio to a baseline measured in the same run:
 - a launch-bound workload (N `nop` launches on one stream, then a synchronize; its device opened
   before the clock starts and before the profile, which traces the devices open when it starts)
-  and `cannrt demo`, each with profiling off and on, runs interleaved, the median of each
-  (collection alone, and collection plus writing the msprof folder);
+  and `cannrt demo`, each with profiling off and on, runs interleaved, the median and the fastest of
+  each (collection alone, and collection plus writing the msprof folder);
 - bytes of trace (msprof_<ts>.json) and of the whole folder per task of the launch-bound profile;
 - peak RSS, and RSS at the end of collection, of a child process that runs 1,000,000 empty tasks
   with profiling on (collecting, then writing) against one that runs them unprofiled, and the rate
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import os
@@ -97,14 +98,27 @@ def demo(output: str | None) -> Callable[[], Callable[[], object]]:
     return lambda: run
 
 
-def interleaved(runs: dict[str, Callable[[], Callable[[], object]]], repeats: int) -> dict[str, float]:
-    """Median wall seconds of each run (made by its setup on a fresh runtime), the runs taking turns."""
+def interleaved(runs: dict[str, Callable[[], Callable[[], object]]], repeats: int) -> dict[str, list[float]]:
+    """Wall seconds of each run (made by its setup on a fresh runtime, from a collected heap), the
+    runs taking turns."""
     times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, setup in runs.items():
             cannrt.reset_runtime()
-            times[name].append(timed(setup()))
-    return {name: statistics.median(values) for name, values in times.items()}
+            run = setup()
+            gc.collect()  # the garbage of the run before is not collected during this one
+            times[name].append(timed(run))
+    return times
+
+
+def ratio_rows(label: str, times: dict[str, list[float]], on: str, goal: str) -> list[tuple[str, ...]]:
+    """Rows of one comparison: the medians, and the fastest runs (the shared machine's other
+    processes and the device worker's timing only ever add time to a run)."""
+    rows = []
+    for how, pick in (("median", statistics.median), ("fastest", min)):
+        off_s, on_s = pick(times["off"]), pick(times[on])
+        rows.append((f"{label} ({how})", f"{off_s:.3f}", f"{on_s:.3f}", f"{on_s / off_s:.2f}x", goal))
+    return rows
 
 
 def child_rss(tasks: int, on: bool) -> dict[str, float]:
@@ -271,27 +285,13 @@ def main() -> None:
         )
         demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, args.repeats)
     label = f"launch-bound, {args.tasks} nop tasks (s)"
-    table.add_row(
-        label + ", collecting",
-        f"{launch['off']:.3f}",
-        f"{launch['on']:.3f}",
-        f"{launch['on'] / launch['off']:.2f}x",
-        f"<= {GOAL_RATIO}x",
-    )
-    table.add_row(
-        label + ", + writing",
-        f"{launch['off']:.3f}",
-        f"{launch['on+write']:.3f}",
-        f"{launch['on+write'] / launch['off']:.2f}x",
-        "",
-    )
-    table.add_row(
-        "cannrt demo, profiled and written (s)",
-        f"{demos['off']:.3f}",
-        f"{demos['on']:.3f}",
-        f"{demos['on'] / demos['off']:.2f}x",
-        f"<= {GOAL_RATIO}x",
-    )
+    goal = f"<= {GOAL_RATIO}x"
+    for row in (
+        *ratio_rows(label + ", collecting", launch, "on", goal),
+        *ratio_rows(label + ", + writing", launch, "on+write", ""),
+        *ratio_rows("cannrt demo, profiled and written (s)", demos, "on", goal),
+    ):
+        table.add_row(*row)
     trace, whole = folder_bytes(args.tasks)
     table.add_row("trace bytes per task (msprof_*.json)", "", f"{trace:.0f}", "", f"<= {GOAL_BYTES_PER_TASK}")
     table.add_row("folder bytes per task (JSON + CSVs)", "", f"{whole:.0f}", "", "")

@@ -17,6 +17,7 @@ from cannrt.api.profile import profile
 from cannrt.runtime.core import Runtime
 from cannrt.tools import profiler
 from cannrt.tools.profiler import validate_trace
+from cannrt.tools.profiler.shapes import ShapeCache
 from cannrt.tools.profiler.stats import ProfileStats
 from cannrt.tools.profiler.trace import us_text
 from cannrt.tools.profiler.writer import OUTPUT_DIR
@@ -117,3 +118,21 @@ def test_memory_record_follows_the_memory_timeline_from_the_profile_start(rt: Ru
     assert allocated[0] >= 1024 and max(allocated) >= allocated[0] + 16 * 1024 and allocated[-1] == allocated[0]
     assert all(r >= a for r, a in zip(reserved, allocated, strict=True))
     kept.free()
+
+
+def test_the_shape_of_the_task_before_is_reused_only_for_a_task_of_that_shape(rt: Runtime) -> None:
+    stream = cannrt.Device(0).stream()
+    with profile() as prof:
+        for _ in range(3):
+            stream.launch("nop")
+        stream.synchronize()
+    first, second, third = prof.records
+    chip = rt.settings.chip
+    cache = ShapeCache(chip, "PipeUtilization", ProfileStats(chip))
+    shape = cache.get(first, None, None)
+    assert cache.get(second, None, None) is shape  # the same shape (the fast path)
+    longer = third._replace(end_ns=third.end_ns + 1000)
+    assert cache.get(longer, None, None) is not shape  # another duration: another shape
+    assert cache.get(third, None, None) is shape  # back to the first one (from the cache)
+    named = cache.get(third, "node/Nop", "Nop")
+    assert named is not shape and named.name == "node/Nop"

@@ -48,6 +48,23 @@ class CounterTrack:
             for key, value in values.items():
                 deltas[key] = deltas.get(key, 0.0) + sign * value
 
+    def span_one(self, start: int, end: int, key: str, value: float) -> None:
+        """An interval adding value to one key of the counter (as `span` with one value)."""
+        if end <= start:
+            return
+        if key not in self.level:
+            self.keys.append(key)
+            self.level[key] = 0.0
+            self._integral[key] = 0.0
+        known, times = self._deltas, self._times
+        for time, change in ((start, value), (end, -value)):
+            deltas = known.get(time)
+            if deltas is None:
+                known[time] = {key: change}
+                heapq.heappush(times, time)
+            else:
+                deltas[key] = deltas.get(key, 0.0) + change
+
     def flush_before(self, time_ns: int) -> None:
         """Turn the boundaries before time_ns into points (no later interval starts before it)."""
         times, deltas = self._times, self._deltas

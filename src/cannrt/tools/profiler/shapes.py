@@ -9,6 +9,7 @@ which records are collected. A record whose fields cannot be hashed is computed 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterable
 from operator import attrgetter
 from typing import Any
@@ -27,9 +28,12 @@ WAIT_COLUMN = 10  # op_summary: the cells after Task Wait Time(us) belong to the
 WORK_FIELDS = attrgetter(*(f.name for f in dataclasses.fields(Work)))
 
 
+_NEEDS_QUOTES = re.compile('[,"\r\n]').search
+
+
 def csv_cell(text: str) -> str:
     """A CSV cell as csv.writer writes it (quoted if it holds a comma, quote or line break)."""
-    if any(c in text for c in ',"\r\n'):
+    if _NEEDS_QUOTES(text):
         return '"' + text.replace('"', '""') + '"'
     return text
 
@@ -74,10 +78,38 @@ class Shape:
             self.figures = kernel_figures(record, chip)
 
 
+def block_spans(record: TaskRecord) -> int | tuple[int, ...]:
+    """The durations of a task's blocks (of its one block: an int)."""
+    blocks = record.blocks
+    return tuple(end - start for _, start, end in blocks) if len(blocks) != 1 else blocks[0][2] - blocks[0][1]
+
+
+def same_shape(record: TaskRecord, seen: TaskRecord) -> bool:
+    """True if the record's shape_key fields (op name and type aside) are those of `seen`: the
+    argument, work and pipe objects the same ones (records of one shape of a chunk share them),
+    the rest equal."""
+    return (
+        record.args is seen.args
+        and record.work is seen.work
+        and record.pipes is seen.pipes
+        and record.outputs is seen.outputs
+        and record.end_ns - record.start_ns == seen.end_ns - seen.start_ns
+        and record.name == seen.name
+        and record.sqe_type == seen.sqe_type
+        and record.core_kind == seen.core_kind
+        and record.block_dim == seen.block_dim
+        and record.l2_hit == seen.l2_hit
+        and record.bytes_read == seen.bytes_read
+        and record.bytes_written == seen.bytes_written
+        and record.copy_kind == seen.copy_kind
+        and record.status == seen.status
+        and block_spans(record) == block_spans(seen)
+    )
+
+
 def shape_key(record: TaskRecord, op_name: str | None, op_type: str | None) -> tuple[Any, ...]:
     """Every field a task's per-shape outputs depend on (everything but ids and times)."""
-    blocks = record.blocks
-    spans = tuple(end - start for _, start, end in blocks) if len(blocks) != 1 else blocks[0][2] - blocks[0][1]
+    spans = block_spans(record)
     return (
         record.name,
         record.sqe_type,
@@ -107,8 +139,17 @@ class ShapeCache:
         self.chip, self.group, self.stats = chip, group, stats
         self._shapes: dict[tuple[Any, ...], Shape] = {}
         self._loose: list[Shape] = []  # the last shape made outside the cache (unhashable fields)
+        self._last: tuple[TaskRecord, str | None, str | None, Shape] | None = None  # the last record's
 
     def get(self, record: TaskRecord, op_name: str | None, op_type: str | None) -> Shape:
+        last = self._last
+        if last is not None and last[1] == op_name and last[2] == op_type and same_shape(record, last[0]):
+            return last[3]  # the shape of the task before (no key made)
+        shape = self._get(record, op_name, op_type)
+        self._last = (record, op_name, op_type, shape)
+        return shape
+
+    def _get(self, record: TaskRecord, op_name: str | None, op_type: str | None) -> Shape:
         key = shape_key(record, op_name, op_type)
         try:
             shape = self._shapes.get(key)

@@ -151,6 +151,7 @@ class TaskSpool:
         self.runs: list[Path] = []
         self.collected = 0  # task records taken
         self.first, self.last = -1, 0  # earliest start_ns (-1: none), latest end_ns
+        self.starts: list[tuple[int, int]] = []  # per run: its earliest and latest start_ns
 
     def add_chunk(self, chunk: TaskChunk) -> None:
         """Write one chunk as a run: its rows, then its extras, as raw int64 (`.bin`), then its
@@ -169,6 +170,7 @@ class TaskSpool:
         self.runs.append(run)
         self.collected += chunk.tasks
         start, end = int(rows[:, 1].min()), int(rows[:, 2].max())
+        self.starts.append((start, int(rows[:, 1].max())))
         self.first = start if self.first < 0 else min(self.first, start)
         self.last = max(self.last, end)
 
@@ -187,9 +189,12 @@ class TaskSpool:
             yield from chunk.records(order[at : at + BATCH], extras)
 
     def sorted_records(self) -> Iterator[TaskRecord]:
-        """Every record taken, in key order (runs merged)."""
+        """Every record taken, in key order (runs merged; read one after another when each starts
+        after the one before ends starting, as the runs of one stream do)."""
         if len(self.runs) == 1:
             return self._read_run(self.runs[0])
+        if all(before[1] < after[0] for before, after in itertools.pairwise(self.starts)):
+            return itertools.chain.from_iterable(map(self._read_run, self.runs))
         return heapq.merge(*(self._read_run(run) for run in self.runs), key=self.key)
 
     def close(self) -> None:
@@ -198,6 +203,7 @@ class TaskSpool:
             run.with_suffix(".bin").unlink(missing_ok=True)
             run.with_suffix(".pkl").unlink(missing_ok=True)
         self.runs.clear()
+        self.starts.clear()
         self.collected = 0
 
 

@@ -120,6 +120,7 @@ class ProfileStats:
     tasks: int = 0
     first_ns: int = -1
     last_ns: int = 0
+    _busy: tuple[int, int, Busy, Busy] | None = field(default=None, repr=False, compare=False)  # the last task's
 
     def add_task(self, record: TaskRecord, op_name: str) -> None:
         """One device task (not discarded)."""
@@ -154,13 +155,14 @@ class ProfileStats:
             self.last_ns = end
         if record.sqe_type not in BUSY_TYPES:
             return
-        stream = self.streams.get((record.device_id, record.stream_id))
-        if stream is None:
-            stream = self.streams[(record.device_id, record.stream_id)] = Busy()
+        last = self._busy
+        if last is not None and last[0] == record.stream_id and last[1] == record.device_id:
+            stream, device = last[2], last[3]  # the stream of the task before
+        else:
+            stream = self.streams.setdefault((record.device_id, record.stream_id), Busy())
+            device = self.devices.setdefault(record.device_id, Busy())
+            self._busy = (record.stream_id, record.device_id, stream, device)
         stream.add(start, end)
-        device = self.devices.get(record.device_id)
-        if device is None:
-            device = self.devices[record.device_id] = Busy()
         device.add(start, end)
 
     def add_api(self, name: str, start_ns: int, end_ns: int) -> None:

@@ -33,6 +33,7 @@ HOST_PID = 1
 DEVICE_PID = 2  # + device id
 AI_CORE_TID, VECTOR_CORE_TID, SDMA_TID = 10000, 20000, 30000  # + physical id
 STREAM_TID = 1  # + stream id
+BUSY_TRACKS = ("AI Core busy", "AI Vector Core busy")  # the busy cores counter of an AI core / vector core kernel
 ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
@@ -172,18 +173,26 @@ class TraceBuilder:
         if flow:
             text += f',"bind_id":{flow},"flow_in":true'
         text += shape.args + "}"
-        kind = record.core_kind if is_kernel(record) else -1
-        for unit, begin, finish in record.blocks:
-            if finish > begin:
-                engine = block_tid(record, unit)
-                self.tracks.add((pid, engine))
-                text += (
-                    f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":{engine},'
-                    f'"ts":{us_text(begin)},"dur":{us_text(finish - begin)}}}'
-                )
-                if kind >= 0:
-                    title = "AI Vector Core busy" if kind == CoreKind.AIVEC else "AI Core busy"
-                    self.counter(pid, title).span(begin, finish, {"cores": 1.0})
+        blocks = record.blocks
+        if blocks:
+            busy: CounterTrack | None = None  # made at the first block that takes time (as the track)
+            base = kind = -1  # of the first block that takes time: the engine tracks' base, the core kind
+            head = parts = None
+            for unit, begin, finish in blocks:
+                if finish > begin:
+                    if parts is None:
+                        base = block_tid(record, 0)  # the track of engine 0 of the task's kind: + unit
+                        kind = record.core_kind if is_kernel(record) else -1
+                        head, parts = f',\n{{"ph":"X","name":{shape.label},"pid":{pid},"tid":', [text]
+                    engine = base + unit  # block_tid
+                    self.tracks.add((pid, engine))
+                    parts.append(f'{head}{engine},"ts":{us_text(begin)},"dur":{us_text(finish - begin)}}}')
+                    if kind >= 0:
+                        if busy is None:
+                            busy = self.counter(pid, BUSY_TRACKS[kind == CoreKind.AIVEC])
+                        busy.span_one(begin, finish, "cores", 1.0)
+            if parts is not None:
+                text = "".join(parts)
         read, written = shape.moved
         if end > start and (read or written):
             rates = {"read": read / (end - start), "write": written / (end - start)}

@@ -37,6 +37,7 @@ MEMORY_RECORD_HEAD = ["Device_id", "Component", "Timestamp(us)", "Total Allocate
 MEMORY_TRACK = "HBM memory (bytes)"  # the memory timeline's counter track (reserved, allocated)
 SAMPLE_TASKS = 4000  # tasks of the timeline sample kept for the HTML report
 OpKey = tuple[int, int, int, int]  # (device, stream, task id, doorbell ns) of a named launch
+_SDMA = int(SqeType.SDMA)
 
 
 def op_key(record: TaskRecord) -> OpKey:
@@ -219,7 +220,7 @@ class _Export:
             found = submits.get(record.sqe_type)
             text = ""
             if found is not None:
-                held = memsets.pop(record.arrival_ns, None) if record.sqe_type == SqeType.SDMA else None
+                held = memsets.pop(record.arrival_ns, None) if record.sqe_type == _SDMA and memsets else None
                 if held is not None:
                     host = HostSlice("aclrtMemsetAsync", held.start_ns, held.end_ns, held.thread_id, record)
                     self.host_slice(host, linked)
@@ -235,9 +236,10 @@ class _Export:
                 continue
             device, stream, task_id = record.device_id, record.stream_id, record.task_id
             start, end = record.start_ns, record.end_ns
-            previous = last_end.get((device, stream))
+            track = (device, stream)
+            previous = last_end.get(track)
             wait = 0 if previous is None or start < previous else start - previous
-            last_end[(device, stream)] = end if previous is None or end > previous else previous
+            last_end[track] = end if previous is None or end > previous else previous
             op_name = names.get((device, stream, task_id, record.arrival_ns)) if names else None
             shape = shapes.get(record, op_name, types.get(op_name) if op_name else None)
             task = trace.task(record, shape.trace, trace.flows if found is not None else 0)
