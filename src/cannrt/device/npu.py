@@ -202,6 +202,8 @@ class Npu:
         time as tasks complete."""
         with self.sync.lock:
             if on and (self.timeline.records is None or sink is not None):
+                if self.timeline.records is not None:
+                    self.timeline.records.flush()  # a new sink: the last log's tasks to its own first
                 self.timeline.records = TaskLog(self.device_id, sink)
             elif not on and self.timeline.records is not None:
                 self.timeline.records.flush()  # the last tasks to the sink

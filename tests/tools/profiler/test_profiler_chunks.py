@@ -12,6 +12,7 @@ import pytest
 
 import cannrt
 from cannrt.abi import SqeType, TaskRecord
+from cannrt.abi.records import TaskChunk
 from cannrt.api.profile import TASK_ORDER, profile
 from cannrt.runtime.core import get_runtime
 from cannrt.tools.profiler.spool import TaskSpool
@@ -102,3 +103,33 @@ def test_a_log_whose_buffer_grows_keeps_every_row_in_order() -> None:
     assert [r.task_id for r in records] == [i & 0xFFFF for i in range(tasks)]
     assert all(r.name == "nop" and len(r.blocks) == 1 and r.cores == (r.blocks[0][0],) for r in records)
     assert all(a.end_ns <= b.start_ns for a, b in pairwise(records))
+
+
+class ListSink:
+    """A TaskSink keeping the chunks it is handed."""
+
+    def __init__(self) -> None:
+        self.chunk = 1000
+        self.chunks: list[TaskChunk] = []
+
+    def add_chunk(self, chunk: TaskChunk) -> None:
+        self.chunks.append(chunk)
+
+
+def test_tracing_restarted_with_a_new_sink_hands_the_rows_kept_to_the_old_one_first() -> None:
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    first, second = ListSink(), ListSink()
+    runtime.driver.trace_start(0, first)
+    for _ in range(7):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_start(0, second)
+    for _ in range(3):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert sum(c.tasks for c in first.chunks) == 7
+    assert sum(c.tasks for c in second.chunks) == 3

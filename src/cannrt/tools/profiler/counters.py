@@ -33,20 +33,8 @@ class CounterTrack:
 
     def span(self, start: int, end: int, values: dict[str, float]) -> None:
         """An interval adding values to the counter from start to end."""
-        if end <= start:
-            return
-        for key in values:
-            if key not in self.level:
-                self.keys.append(key)
-                self.level[key] = 0.0
-                self._integral[key] = 0.0
-        for time, sign in ((start, 1.0), (end, -1.0)):
-            deltas = self._deltas.get(time)
-            if deltas is None:
-                deltas = self._deltas[time] = {}
-                heapq.heappush(self._times, time)
-            for key, value in values.items():
-                deltas[key] = deltas.get(key, 0.0) + sign * value
+        for key, value in values.items():
+            self.span_one(start, end, key, value)
 
     def span_one(self, start: int, end: int, key: str, value: float) -> None:
         """An interval adding value to one key of the counter (as `span` with one value)."""

@@ -146,7 +146,8 @@ class TaskSpool:
 
     def __init__(self, directory: str | Path, key: Callable[[Any], Any], chunk: int = CHUNK) -> None:
         self.directory = Path(directory)
-        self.key = key  # the order of sorted_records() (the chunks are read back in it)
+        self.key = key  # the order of sorted_records(); it must begin with start_ns (runs whose
+        # start times do not interleave are read one after another, not merged)
         self.chunk = max(1, chunk)
         self.runs: list[Path] = []
         self.collected = 0  # task records taken

@@ -159,8 +159,9 @@ class ProfileStats:
         if last is not None and last[0] == record.stream_id and last[1] == record.device_id:
             stream, device = last[2], last[3]  # the stream of the task before
         else:
-            stream = self.streams.setdefault((record.device_id, record.stream_id), Busy())
-            device = self.devices.setdefault(record.device_id, Busy())
+            key, devices = (record.device_id, record.stream_id), self.devices
+            stream = self.streams[key] if key in self.streams else self.streams.setdefault(key, Busy())
+            device = devices[key[0]] if key[0] in devices else devices.setdefault(key[0], Busy())
             self._busy = (record.stream_id, record.device_id, stream, device)
         stream.add(start, end)
         device.add(start, end)
