@@ -31,26 +31,6 @@ def _on_helper() -> bool:
     return threading.current_thread().name.startswith("cannrt-kernel-blas")
 
 
-def test_a_helper_off_its_core_inside_an_item_is_a_stall() -> None:
-    started = threading.Event()
-    ran: list[str] = []
-
-    def body(index: int) -> None:  # the helper sleeps (off its core) holding its item: the caller waits
-        ran.append(threading.current_thread().name)
-        if _on_helper():
-            started.set()
-            time.sleep(0.05)
-        else:
-            assert started.wait(10)
-
-    stalls, splits = blas.STALLS[0], blas.SPLITS[0]
-    blas.parallel_for(2, body)
-    assert any(name.startswith("cannrt-kernel-blas") for name in ran)
-    assert blas.STALLS[0] == stalls + 1 and blas.SPLITS[0] == splits + 1
-    blas.parallel_for(2, lambda index: None)  # backed off: the caller alone
-    assert blas.SPLITS[0] == splits + 1
-
-
 def test_a_helper_that_starts_late_and_then_runs_is_no_stall(monkeypatch: pytest.MonkeyPatch) -> None:
     # The helper's item is on its core throughout (its CPU clock advances with the wall clock),
     # so the test does not depend on this machine's load; it starts only after the caller took
