@@ -52,6 +52,28 @@ def test_per_tap_products_are_two_row_bands_of_one_image() -> None:
     assert [(i.r0, i.r1) for i in items] == [(0, 28), (28, 56)]
 
 
+def test_a_pointwise_convolution_multiplies_x_itself_even_with_few_output_channels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 128 -> 32 channels at 56x56 would qualify for per-tap products, but a 1x1 unit-stride
+    # window's im2col matrix is x itself: no padded copy of any row band is made
+    from cannrt.kernels.nn import conv, window
+
+    copies: list[tuple[int, int]] = []
+
+    def counted(x: np.ndarray, win: Window, out: tuple[int, ...], rows: tuple[int, int], *rest: object) -> np.ndarray:
+        copies.append(rows)
+        return window.padded_rows(x, win, out, rows, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(conv, "padded_rows", counted)
+    x, w, b = _rand(1, 128, 56, 56, seed=3), _rand(32, 128, 1, 1, seed=4), _rand(32, seed=5)
+    y = np.empty((1, 32, 56, 56), np.float32)
+    conv.convolve_into(x, w, b, 1, Window((1, 1), (1, 1), (1, 1), (0, 0), (0, 0)), y, (0, 0.0, 0.0))
+    assert copies == []
+    expected = np.einsum("mc,nchw->nmhw", w[:, :, 0, 0].astype(np.float64), x) + b.reshape(1, -1, 1, 1)
+    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_a_small_convolution_is_one_item() -> None:
     items = _plan(1, 1, 8, 4, (6, 6), 9, 4, False, False)
     assert len(items) == 1
