@@ -16,7 +16,7 @@ import json
 import shutil
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from operator import attrgetter
 from pathlib import Path
@@ -100,7 +100,7 @@ class Profile:
         return list(self.host_spool.sorted_records())
 
     @property
-    def op_names(self) -> dict[tuple[int, int, int, int], str]:
+    def op_names(self) -> Mapping[tuple[int, int, int, int], str]:
         """Op names of named launches, keyed (device, stream, task id, doorbell ns)."""
         return self.names.names
 

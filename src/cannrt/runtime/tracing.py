@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
+from cannrt.runtime.named_launches import NamedLaunches
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -29,7 +31,6 @@ class ApiRecord(NamedTuple):
     thread_id: int
 
 
-OpKey = tuple[int, int, int, int]  # (device, stream, task id, doorbell ns) of a named launch
 
 
 class OpNames:
@@ -37,12 +38,12 @@ class OpNames:
     model node executed while the profiler collects."""
 
     def __init__(self) -> None:
-        self.names: dict[OpKey, str] = {}
+        self.names = NamedLaunches()  # (device, stream, task id, doorbell ns) -> op name
         self.op_types: dict[str, str] = {}  # model node name -> ONNX op type
 
     def note(self, device_id: int, stream_id: int, task_id: int, arrival_ns: int, op_name: str) -> None:
         """The launch named op_name submitted task task_id of the stream at host time arrival_ns."""
-        self.names[(device_id, stream_id, task_id, arrival_ns)] = op_name
+        self.names.note((device_id, stream_id, task_id, arrival_ns), op_name)
 
     def note_op_types(self, op_types: dict[str, str]) -> None:
         """The op types of the nodes of a model being executed."""
