@@ -57,13 +57,21 @@ class NamedLaunches(Mapping[OpKey, str]):
         self._count += 1
 
     def __getitem__(self, key: OpKey) -> str:
+        name = self.get(key)
+        if name is None:
+            raise KeyError(key)
+        return name
+
+    def get(self, key: OpKey, default: str | None = None) -> str | None:  # type: ignore[override]
+        """The op name of key's launch, else default (no KeyError raised: most lookups of a
+        profile's writer are tasks nobody named)."""
         if self._loose:
             loose = self._loose.get(key)
             if loose is not None:
                 return loose
         found = self._find(key)
         if found is None:
-            raise KeyError(key)
+            return default
         stream, at = found
         return self._table[stream.names[at]]
 
