@@ -8,7 +8,14 @@ import random
 
 import pytest
 
+from cannrt.device import placement
 from cannrt.device.placement import place, place_one_by_one
+
+
+@pytest.fixture(autouse=True)
+def shortcuts_at_every_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """place() hands few blocks to the one-by-one loop; here the shortcuts run at every count."""
+    monkeypatch.setattr(placement, "ONE_BY_ONE_BELOW", 0)
 
 
 def _heap(free_at: list[int], ids: list[int]) -> list[tuple[int, int]]:

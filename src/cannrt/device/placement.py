@@ -17,6 +17,7 @@ Heap = list[tuple[int, int]]  # (free at, core id)
 Span = tuple[int, int, int]  # (core, start, end) of one block
 Placed = tuple[int, tuple[int, ...], tuple[Span, ...]]  # end, cores in order of first use, spans
 _core = itemgetter(1)
+ONE_BY_ONE_BELOW = 16  # fewer blocks: a heap op each costs less than sorting and re-heapifying the cores
 
 
 def place(heap: list[tuple[int, int]], block_ns: tuple[int, ...], start: int, launch_ns: int, spans: bool) -> Placed:
@@ -26,8 +27,8 @@ def place(heap: list[tuple[int, int]], block_ns: tuple[int, ...], start: int, la
     if not count:
         return start, (), ()
     shortest = min(block_ns)
-    if shortest <= 0:  # a block ending at start could take its core again: one by one
-        return place_one_by_one(heap, block_ns, start, launch_ns, spans)
+    if shortest <= 0 or count < ONE_BY_ONE_BELOW:  # a block ending at start could take its core
+        return place_one_by_one(heap, block_ns, start, launch_ns, spans)  # again; or few heap ops
     order = sorted(heap)
     if count <= len(order) and order[count - 1][0] <= start:  # a free core for every block
         cores = tuple(map(_core, order[:count]))

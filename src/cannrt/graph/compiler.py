@@ -29,12 +29,12 @@ from cannrt.graph.passes import run_passes
 from cannrt.graph.precision import DEFAULT_MODE, apply_output_types, apply_precision, parse_output_type
 from cannrt.graph.streams import assign_streams, schedule
 from cannrt.graph.tasks import generate
+from cannrt.kernels.nn.movement import CONCAT_INTO
 from cannrt.om import Gear, IoDesc, OfflineModel
 
 ONNX_FORMATS = ("NCHW", "ND", "NCDHW")  # what atc takes for --framework=5
 MBATCH_INPUT = "ascend_mbatch_shape_data"
 ALIASABLE = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze"})
-CONCAT_INTO = "nn.concat_into"
 LOG = logging.getLogger("cannrt.graph")
 
 
@@ -223,7 +223,7 @@ def _without_placed_copies(low: Lowered, placed: frozenset[tuple[str, int]]) -> 
     """A Concat's launches less the concat_into copies of the inputs placed in its output."""
     if not placed:
         return low
-    steps = tuple(s for s in low.steps if not (s.kernel == CONCAT_INTO and (s.args[0], s.args[3]) in placed))
+    steps = tuple(s for s in low.steps if not (s.kernel == CONCAT_INTO.name and (s.args[0], s.args[3]) in placed))
     return replace(low, steps=steps)
 
 

@@ -131,20 +131,21 @@ def plan_feature_maps(
     # an output no task touches still has its place when its inputs were placed in it (a Concat)
     owners = {owner for owner, _ in inplace.slots.values()}
     filled = (n for n in outputs if inplace.root(n)[0] in owners)
+    root: dict[str, str] = {}  # tensor -> the tensor owning its bytes (each chain walked once)
     for name in dict.fromkeys((*touched, *filled)):
-        key, inside[name] = inplace.root(name)
-        groups.setdefault(key, []).append(name)
+        root[name], inside[name] = inplace.root(name)
+        groups.setdefault(root[name], []).append(name)
     io_of: dict[str, Place] = {}
     for i, name in enumerate(inputs):
-        io_of.setdefault(inplace.root(name)[0], Place(Section.INPUT, 0, i))
+        io_of.setdefault(root.get(name) or inplace.root(name)[0], Place(Section.INPUT, 0, i))
     for j, name in enumerate(outputs):
-        io_of.setdefault(inplace.root(name)[0], Place(Section.OUTPUT, 0, j))
+        io_of.setdefault(root.get(name) or inplace.root(name)[0], Place(Section.OUTPUT, 0, j))
     writers: dict[str, list[int]] = {}
     readers: dict[str, list[int]] = {}
     for nodes_of, by_node in ((writers, usage.writes), (readers, usage.reads)):
         for n, names in enumerate(by_node):
             for name in names:
-                nodes_of.setdefault(inplace.root(name)[0], []).append(n)
+                nodes_of.setdefault(root[name], []).append(n)
     lifetimes: list[Lifetime] = []
     for key, members in groups.items():
         place = io_of.get(key)  # io_of is keyed by root: every member's root is key

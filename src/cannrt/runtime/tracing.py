@@ -31,8 +31,6 @@ class ApiRecord(NamedTuple):
     thread_id: int
 
 
-
-
 class OpNames:
     """The op-name collector of a profile: the op name of each named launch and the op type of each
     model node executed while the profiler collects."""

@@ -145,7 +145,7 @@ def padded(x: np.ndarray, window: Window, out: Sequence[int], fill: float, dtype
     """x in dtype, padded with fill on the leading pads and as far as the last window reaches."""
     if x.dtype == F16 and dtype == F32:
         x = widen(x)  # numba's conversion, then a plain fp32 copy into the padded frame
-    return padded_rows(x, window, out, (0, padded_extents(x, window, out)[0]), fill, dtype)
+    return padded_rows(x, window, out, None, fill, dtype)
 
 
 def padded_extents(x: np.ndarray, window: Window, out: Sequence[int]) -> list[int]:
@@ -161,17 +161,17 @@ def padded_rows(
     x: np.ndarray,
     window: Window,
     out: Sequence[int],
-    rows: tuple[int, int],
+    rows: tuple[int, int] | None,
     fill: float,
     dtype: np.dtype,
     slack: int = 0,
 ) -> np.ndarray:
-    """Rows [start, stop) of the first spatial axis of `padded(x, ...)`, built from x alone (so
+    """Rows [start, stop) (None: all) of the first spatial axis of `padded(x, ...)`, built from x alone (so
     that each band of a kernel pads its own rows): x itself (in dtype) where no pad reaches into
     them and slack is 0, else a fresh array with `slack` zero elements after it."""
     spatial = x.shape[2:]
     extents = padded_extents(x, window, out)
-    start, stop = rows
+    start, stop = rows if rows is not None else (0, extents[0])
     lead = window.pads_begin[0]
     begin = min(max(0, lead - start), stop - start)  # the pad rows before x's first ...
     end = min(max(0, stop - lead - spatial[0]), stop - start - begin)  # ... and after its last
