@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import statistics
 import sys
 import time
@@ -95,7 +96,7 @@ class KernelClock:
             self.seconds[key] += time.perf_counter() - began
             self.calls[key] += 1
 
-        return registry.Kernel(kernel.name, compute, kernel.work, kernel.check, kernel.outputs, kernel.core_kind)
+        return dataclasses.replace(kernel, compute=compute)
 
     @contextmanager
     def installed(self) -> Iterator[None]:

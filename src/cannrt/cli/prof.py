@@ -24,7 +24,7 @@ from pathlib import Path
 
 import typer
 
-from cannrt.cli.exec import run_child
+from cannrt.cli.exec import run_child, run_script
 from cannrt.tools.profiler.metrics import GROUPS
 
 OPTIONS_ENV = "CANNRT_PROF_OPTIONS"
@@ -174,8 +174,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.argv = [target, *rest]
         runpy.run_module(target, run_name="__main__", alter_sys=True)
     else:
-        from cannrt.cli.exec import run_script
-
         run_script(target, rest)
 
 

@@ -46,7 +46,7 @@ def _random(io: IoDesc, rng: np.random.Generator) -> np.ndarray:
     shape = tuple(1 if d == -1 else d for d in io.shape)
     if dtype == FLOAT8_E8M0:  # powers of two only (no sign, no zero)
         return (2.0 ** rng.integers(-4, 4, shape)).astype(dtype)
-    if NPY_WIDENED.get(dtype, dtype).kind == "f" or dtype.kind == "f":  # ml_dtypes floats are kind "V"
+    if NPY_WIDENED.get(dtype, dtype).kind == "f":  # ml_dtypes floats are kind "V": their widened type
         return rng.standard_normal(shape).astype(dtype)
     if dtype.kind == "b":
         return rng.integers(0, 2, shape).astype(dtype)

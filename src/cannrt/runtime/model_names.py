@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cannrt.runtime.tracing import OpNames
+from cannrt.runtime.tracing import op_names_of
 
 if TYPE_CHECKING:
     from cannrt.runtime.core import Runtime
@@ -15,6 +15,6 @@ if TYPE_CHECKING:
 
 def note(runtime: Runtime, op_types: dict[str, str]) -> None:
     """Remember the op type of each node of a model being executed (while a profiler collects)."""
-    names = getattr(runtime.api_records, "op_names", None)
-    if isinstance(names, OpNames):
+    names = op_names_of(runtime.api_records)
+    if names is not None:
         names.note_op_types(op_types)

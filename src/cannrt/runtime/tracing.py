@@ -94,6 +94,12 @@ def note_op_name(
     """Record that the launch named op_name submitted the task at position of the stream, whose
     doorbell rang at host time arrival_ns (records: the profile's host-call sink, whose `op_names`
     is the profile's OpNames collector)."""
-    names = getattr(records, "op_names", None)
-    if isinstance(names, OpNames):
+    names = op_names_of(records)
+    if names is not None:
         names.note(device_id, stream_id, position & 0xFFFF, arrival_ns, op_name)
+
+
+def op_names_of(records: object) -> OpNames | None:
+    """The profile's op-name collector, carried by its host-call sink (None if it has none)."""
+    names = getattr(records, "op_names", None)
+    return names if isinstance(names, OpNames) else None

@@ -159,25 +159,15 @@ class ProfileStats:
         if last is not None and last[0] == record.stream_id and last[1] == record.device_id:
             stream, device = last[2], last[3]  # the stream of the task before
         else:
-            key, devices = (record.device_id, record.stream_id), self.devices
-            stream = self.streams[key] if key in self.streams else self.streams.setdefault(key, Busy())
-            device = devices[key[0]] if key[0] in devices else devices.setdefault(key[0], Busy())
+            stream = self.streams.setdefault((record.device_id, record.stream_id), Busy())  # on a stream change only
+            device = self.devices.setdefault(record.device_id, Busy())
             self._busy = (record.stream_id, record.device_id, stream, device)
         stream.add(start, end)
         device.add(start, end)
 
     def add_api(self, name: str, start_ns: int, end_ns: int) -> None:
         """One host API slice (recorded or derived)."""
-        ns = end_ns - start_ns
-        entry = self.api.get(name)
-        if entry is None:
-            self.api[name] = [1, ns, ns, ns, ns * ns]
-            return
-        entry[0] += 1
-        entry[1] += ns
-        entry[2] = min(entry[2], ns)
-        entry[3] = max(entry[3], ns)
-        entry[4] += ns * ns
+        self.add_api_many(name, 1, end_ns - start_ns)
 
     def add_api_many(self, name: str, count: int, ns: int) -> None:
         """count host API slices of the same duration ns."""

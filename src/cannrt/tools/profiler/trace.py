@@ -123,7 +123,7 @@ class TraceBuilder:
         self.chip = chip
         self.host_tids: dict[int, int] = {}  # host thread ident -> tid 1, 2, ... by first call
         self.tracks: set[tuple[int, int]] = set()
-        self.pids: set[int] = set()  # device processes with an event
+        self.pids: set[int] = set()  # device processes with events not on a track (memory counters)
         self.flows = 0  # the last bind_id given
         self._counters: dict[tuple[int, str], CounterTrack] = {}
         self._span, self._points = span, counter_points
@@ -202,12 +202,12 @@ class TraceBuilder:
                 track.flush_before(start)
         return text
 
-    def closing_events(self, memory_pids: set[int] | None = None) -> Iterator[Event]:
+    def closing_events(self) -> Iterator[Event]:
         """Process and thread names, then every counter track."""
         yield _meta("process_name", HOST_PID, 0, "Host (CANN API)")
         for tid in self.host_tids.values():
             yield _meta("thread_name", HOST_PID, tid, f"Host thread {tid}")
-        pids = {p for p, _ in self.tracks} | {p for p, _ in self._counters} | (memory_pids or set())
+        pids = {p for p, _ in self.tracks} | {p for p, _ in self._counters} | self.pids
         for pid in sorted(pids):
             yield _meta("process_name", pid, 0, f"NPU {pid - DEVICE_PID} ({self.chip.name})")
         for pid, tid in sorted(self.tracks):

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from cannrt.abi import SqeType, TaskRecord
+from cannrt.abi import TaskRecord
+from cannrt.abi.records import SDMA
 from cannrt.config import ChipSpec, HostCosts
 from cannrt.tools.profiler import summary
 from cannrt.tools.profiler.records import ApiLike, HostSlice, MemoryLike, submit_table, task_label
@@ -37,7 +38,6 @@ MEMORY_RECORD_HEAD = ["Device_id", "Component", "Timestamp(us)", "Total Allocate
 MEMORY_TRACK = "HBM memory (bytes)"  # the memory timeline's counter track (reserved, allocated)
 SAMPLE_TASKS = 4000  # tasks of the timeline sample kept for the HTML report
 OpKey = tuple[int, int, int, int]  # (device, stream, task id, doorbell ns) of a named launch
-_SDMA = int(SqeType.SDMA)
 
 
 def op_key(record: TaskRecord) -> OpKey:
@@ -147,7 +147,6 @@ class _Export:
         self.shapes = ShapeCache(data.chip, group, self.stats)
         self.sample = _Sample()
         self.memory_peak: dict[int, int] = {}
-        self.memory_pids: set[int] = set()
         self.handles: list[IO[str]] = []
         self.json = _JsonEvents(self._open(f"msprof_{stamp}.json"))
         self.csv: dict[str, IO[str]] = {}
@@ -188,7 +187,7 @@ class _Export:
                     f'"args":{{"reserved":{event.reserved},"allocated":{event.allocated}}}}}'
                 )
             if lines:
-                self.memory_pids.add(pid)
+                self.trace.pids.add(pid)
                 self.json.text(",\n".join(lines))
 
     def host_calls(self, calls: Iterable[ApiLike]) -> dict[int, HostSlice]:
@@ -220,7 +219,7 @@ class _Export:
             found = submits.get(record.sqe_type)
             text = ""
             if found is not None:
-                held = memsets.pop(record.arrival_ns, None) if record.sqe_type == _SDMA and memsets else None
+                held = memsets.pop(record.arrival_ns, None) if record.sqe_type == SDMA and memsets else None
                 if held is not None:
                     host = HostSlice("aclrtMemsetAsync", held.start_ns, held.end_ns, held.thread_id, record)
                     self.host_slice(host, linked)
@@ -267,7 +266,7 @@ class _Export:
             self.host_slice(held)
 
     def finish(self) -> None:
-        self.json.write(self.trace.closing_events(self.memory_pids))
+        self.json.write(self.trace.closing_events())
         self.json.close()
         for handle in self.handles:
             handle.close()
