@@ -106,16 +106,20 @@ class VaAllocator:
 
     def is_user(self, start: int) -> bool:
         """True if start begins a VMM reservation."""
+        return self._user_index(start) >= 0
+
+    def _user_index(self, start: int) -> int:
+        """Where start is in the sorted VMM reservation starts (-1 if it is not one)."""
         index = bisect.bisect_left(self._user, start)
-        return index < len(self._user) and self._user[index] == start
+        return index if index < len(self._user) and self._user[index] == start else -1
 
     def release(self, start: int) -> int:
         """Release a reservation; returns its size. AddressRangeError if start was not reserved."""
         size = self._reserved.pop(start, None)
         if size is None:
             raise AddressRangeError(f"0x{start:x} is not the start of a reservation")
-        index = bisect.bisect_left(self._user, start)
-        if index < len(self._user) and self._user[index] == start:
+        index = self._user_index(start)
+        if index >= 0:
             del self._user[index]
         end = start + size
         index = bisect.bisect_left(self._free_starts, start)

@@ -84,6 +84,12 @@ def block_spans(record: TaskRecord) -> int | tuple[int, ...]:
     return tuple(end - start for _, start, end in blocks) if len(blocks) != 1 else blocks[0][2] - blocks[0][1]
 
 
+# what a task's per-shape outputs depend on, besides its duration, block spans and objects below
+_PLAIN_FIELDS = attrgetter(
+    "name", "sqe_type", "core_kind", "block_dim", "l2_hit", "bytes_read", "bytes_written", "copy_kind", "status"
+)
+
+
 def same_shape(record: TaskRecord, seen: TaskRecord) -> bool:
     """True if the record's shape_key fields (op name and type aside) are those of `seen`: the
     argument, work and pipe objects the same ones (records of one shape of a chunk share them),
@@ -94,41 +100,17 @@ def same_shape(record: TaskRecord, seen: TaskRecord) -> bool:
         and record.pipes is seen.pipes
         and record.outputs is seen.outputs
         and record.end_ns - record.start_ns == seen.end_ns - seen.start_ns
-        and record.name == seen.name
-        and record.sqe_type == seen.sqe_type
-        and record.core_kind == seen.core_kind
-        and record.block_dim == seen.block_dim
-        and record.l2_hit == seen.l2_hit
-        and record.bytes_read == seen.bytes_read
-        and record.bytes_written == seen.bytes_written
-        and record.copy_kind == seen.copy_kind
-        and record.status == seen.status
+        and _PLAIN_FIELDS(record) == _PLAIN_FIELDS(seen)
         and block_spans(record) == block_spans(seen)
     )
 
 
 def shape_key(record: TaskRecord, op_name: str | None, op_type: str | None) -> tuple[Any, ...]:
     """Every field a task's per-shape outputs depend on (everything but ids and times)."""
-    spans = block_spans(record)
-    return (
-        record.name,
-        record.sqe_type,
-        record.core_kind,
-        record.block_dim,
-        record.end_ns - record.start_ns,
-        spans,
-        record.pipes,
-        WORK_FIELDS(record.work) if record.work is not None else None,
-        record.l2_hit,
-        record.args,
-        record.outputs,
-        record.bytes_read,
-        record.bytes_written,
-        record.copy_kind,
-        record.status,
-        op_name,
-        op_type,
-    )
+    work = WORK_FIELDS(record.work) if record.work is not None else None
+    duration = record.end_ns - record.start_ns
+    objects = (record.pipes, work, record.args, record.outputs)
+    return (*_PLAIN_FIELDS(record), duration, block_spans(record), *objects, op_name, op_type)
 
 
 class ShapeCache:
