@@ -89,31 +89,33 @@ def compute_dtype(x: np.ndarray) -> np.dtype:
     return np.dtype(np.float64) if x.dtype == np.float64 else np.dtype(np.float32)
 
 
-def _ufunc_into(ufunc: np.ufunc, *inputs: object, out: np.ndarray) -> None:
-    """ufunc(*inputs) into out: out positional with numpy's default same_kind casting (the
-    cheapest call), unsafe only when same_kind refuses (float into int: on the store, as the
-    vector unit does)."""
-    try:
-        ufunc(*inputs, out)
-    except TypeError:
-        ufunc(*inputs, out=out, casting="unsafe")
-
-
 def _add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-    _ufunc_into(np.add, x, y, out=out)
+    try:  # out positional, numpy's default same_kind casting: the cheapest call
+        np.add(x, y, out)
+    except TypeError:  # a cast same_kind refuses (float into int): on the store, as the vector unit
+        np.add(x, y, out=out, casting="unsafe")
 
 
 def _mul(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-    _ufunc_into(np.multiply, x, y, out=out)
+    try:  # as _add
+        np.multiply(x, y, out)
+    except TypeError:
+        np.multiply(x, y, out=out, casting="unsafe")
 
 
 def _div(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
     """x / y; y == 0 gives inf (or nan for 0 / 0) and raises the divide-by-zero flag."""
-    _ufunc_into(np.divide, x, y, out=out)
+    try:  # as _add
+        np.divide(x, y, out)
+    except TypeError:
+        np.divide(x, y, out=out, casting="unsafe")
 
 
 def _relu(x: np.ndarray, out: np.ndarray) -> None:
-    _ufunc_into(np.maximum, x, 0, out=out)
+    try:  # as _add
+        np.maximum(x, 0, out)
+    except TypeError:
+        np.maximum(x, 0, out=out, casting="unsafe")
 
 
 def _gelu(x: np.ndarray, out: np.ndarray) -> None:
