@@ -22,6 +22,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> None:
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(half, "PARALLEL_MIN", 1 << 40 if request.param == "serial" else 1)
     monkeypatch.setattr(half, "SLAB", 4096)
+    monkeypatch.setattr(half, "NUMPY_BELOW", 0)  # the numba loops even for the few edge values
     return str(request.param)
 
 
@@ -63,6 +64,20 @@ def test_a_1x1_kernels_shape_converts_as_one_row(mode: str) -> None:
     out = np.empty(weights.shape, np.float16)
     half.narrow_into(out, weights.astype(np.float32))
     _same(out, weights)
+
+
+def test_small_arrays_convert_through_numpy_and_equal_the_numba_loops(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = np.float32([65504, 65520, 1e30, -np.inf, np.nan, 2**-24, 2**-25, -0.0, 1 / 3])
+    small, wide = np.empty(values.shape, np.float16), np.empty(values.shape, np.float32)
+    with np.errstate(all="ignore"):
+        half.narrow_into(small, values)
+    half.widen_into(wide, small)
+    monkeypatch.setattr(half, "NUMPY_BELOW", 0)
+    looped, looped_wide = np.empty_like(small), np.empty_like(wide)
+    half.narrow_into(looped, values)
+    half.widen_into(looped_wide, looped)
+    _same(small, looped)
+    _same(wide, looped_wide)
 
 
 def test_other_layouts_and_dtypes_fall_back_to_numpy() -> None:

@@ -12,7 +12,6 @@ Both release the GIL, and large arrays are converted in slabs on both host threa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -23,14 +22,16 @@ F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 SLAB = 1 << 18  # elements per item of a parallel conversion
 PARALLEL_MIN = 1 << 19  # arrays at least this large are converted on both threads
+NUMPY_BELOW = 1024  # smaller arrays: numpy's scalar loop costs less than a numba call's ~2-3 us
 
 
 @jit
-def _widen(bits: np.ndarray, bstride: int, out: np.ndarray, words: np.ndarray, ostride: int, shape: Any) -> None:
+def _widen(
+    bits: np.ndarray, bstride: int, out: np.ndarray, words: np.ndarray, ostride: int, rows: int, cols: int
+) -> None:
     """words is out's memory as uint32: exponent and mantissa moved into place, one exact
     multiply by 2**112 rebiases them (fp16 subnormals become fp32 normals), then inf / NaN get
     the full exponent and every value its sign. Three plain loops: vectorised, no lookups."""
-    rows, cols = shape
     scale = np.float32(2.0**112)
     for i in range(rows):
         source = bits[i * bstride : i * bstride + cols]
@@ -46,8 +47,7 @@ def _widen(bits: np.ndarray, bstride: int, out: np.ndarray, words: np.ndarray, o
 
 
 @jit
-def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, shape: Any) -> None:
-    rows, cols = shape
+def _narrow(bits: np.ndarray, vstride: int, out: np.ndarray, ostride: int, rows: int, cols: int) -> None:
     for i in range(rows):
         source, target = bits[i * vstride : i * vstride + cols], out[i * ostride : i * ostride + cols]
         for j in range(cols):
@@ -138,6 +138,8 @@ def _span(x: np.ndarray) -> tuple[np.ndarray, int]:
     its last, and its row stride in elements: numba's loops then index contiguous memory
     (vectorised) instead of a strided array."""
     rows, cols = x.shape
+    if x.flags.c_contiguous:  # already one span
+        return x.reshape(-1), cols
     stride = x.strides[0] // x.itemsize if rows > 1 else cols
     length = (rows - 1) * stride + cols
     return np.lib.stride_tricks.as_strided(x, (length,), (x.itemsize,)), stride
@@ -153,6 +155,21 @@ def _viewable(x: np.ndarray) -> bool:
     return x.strides[1] == x.itemsize and rows_apart
 
 
+def _convert(function: Callable[..., None], source: np.ndarray, target: np.ndarray, pass_bits: bool) -> None:
+    """function from source into target (one shape, each _viewable): one call over the flat
+    memory of small contiguous arrays (most tensors; a few us less than _run's row views), else
+    _run over their rows."""
+    size = source.size
+    if size < PARALLEL_MIN and source.flags.c_contiguous and target.flags.c_contiguous:
+        src, dst = source.reshape(-1), target.reshape(-1)
+        if pass_bits:
+            function(src, size, dst, size, 1, size)
+        else:
+            function(src, size, dst, dst.view(np.uint32), size, 1, size)
+        return
+    _run(function, _rows(source, target), pass_bits)
+
+
 def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bits: bool) -> None:
     """kernel over the rows of the 2-D views `arrays` (source, destination), in slabs of rows
     on both threads for large ones."""
@@ -163,11 +180,10 @@ def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bit
     def block(start: int, stop: int, first: int = 0, last: int = cols) -> None:
         """rows [start, stop), columns [first, last) of them."""
         a, b = src[start * sstride + first :], dst[start * dstride + first :]
-        shape = (stop - start, last - first)
         if pass_bits:
-            function(a, sstride, b, dstride, shape)
+            function(a, sstride, b, dstride, stop - start, last - first)
         else:
-            function(a, sstride, b, b.view(np.uint32), dstride, shape)
+            function(a, sstride, b, b.view(np.uint32), dstride, stop - start, last - first)
 
     if rows * cols < PARALLEL_MIN:
         block(0, rows)
@@ -180,9 +196,17 @@ def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bit
         blas.parallel_for(len(parts), lambda index: block(*parts[index]))
 
 
+def _loops_take(source: np.ndarray, from_dtype: np.dtype, target: np.ndarray, to_dtype: np.dtype) -> bool:
+    """The numba loops convert source into target: the dtypes they convert, one shape, not a
+    small array, both viewable as rows."""
+    if source.size < NUMPY_BELOW or source.dtype != from_dtype or target.dtype != to_dtype:
+        return False
+    return source.shape == target.shape and _viewable(source) and _viewable(target)
+
+
 def widen(x: np.ndarray) -> np.ndarray:
     """An fp16 array as a new fp32 array of its shape (other dtypes: x.astype(fp32, copy=False))."""
-    if x.dtype != F16 or not _viewable(x) or x.size == 0:
+    if x.dtype != F16 or x.size < NUMPY_BELOW or not _viewable(x):
         return x.astype(F32, copy=False)
     out = np.empty(x.shape, F32)
     widen_into(out, x)
@@ -191,17 +215,15 @@ def widen(x: np.ndarray) -> np.ndarray:
 
 def widen_into(out: np.ndarray, x: np.ndarray) -> None:
     """out (fp32) = x (fp16), same shape; numpy's copy where either cannot be viewed as rows."""
-    if x.dtype != F16 or out.dtype != F32 or x.shape != out.shape or not (_viewable(x) and _viewable(out)):
+    if not _loops_take(x, F16, out, F32):
         np.copyto(out, x, casting="unsafe")
         return
-    if x.size:
-        _run(_widen, _rows(x.view(np.uint16), out), pass_bits=False)
+    _convert(_widen, x.view(np.uint16), out, pass_bits=False)
 
 
 def narrow_into(out: np.ndarray, value: np.ndarray) -> None:
     """out (fp16) = value (fp32) rounded to nearest even, same shape; numpy's cast otherwise."""
-    if out.dtype != F16 or value.dtype != F32 or out.shape != value.shape or not (_viewable(out) and _viewable(value)):
+    if not _loops_take(value, F32, out, F16):
         np.copyto(out, value, casting="unsafe")
         return
-    if value.size:
-        _run(_narrow, _rows(value.view(np.uint32), out.view(np.uint16)), pass_bits=True)
+    _convert(_narrow, value.view(np.uint32), out.view(np.uint16), pass_bits=True)
