@@ -12,6 +12,7 @@ from fault_helpers import check_after_fault, line_of, only_record, sync_error
 
 import cannrt
 from cannrt import CannError, ErrorCode
+from cannrt.device.dumps import writes_an_input
 from cannrt.kernels import builtins
 from cannrt.tools.dump import load_dump_dir
 from cannrt.tools.manifest import load_manifest
@@ -123,3 +124,31 @@ def test_saturation_mode_clamps_to_the_largest_finite_value(npu: Npu) -> None:
     npu.launch(stream, "mul", x, npu.tensor(npu.upload(np.array([300.0, 300.0, 2.0], np.float16)), (3,), "f2"), z)
     stream.synchronize(timeout_ms=100)
     assert npu.download(out, 3, np.float16).tolist() == [65504.0, -65504.0, 4.0]
+
+
+def test_an_in_place_kernels_overflow_dump_holds_its_inputs_as_they_were(npu: Npu, tmp_path: Path) -> None:
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    values = np.array([2.0, 300.0, 3.0], np.float16)  # 300 * 300 overflows fp16
+    _, x = _upload(npu, values)
+    with pytest.raises(CannError), cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
+        npu.launch(stream, "mul", x, x, x)  # x *= x: the output is the inputs' memory
+        sync_error(stream)
+    (dumped,) = load_dump_dir(tmp_path)
+    assert [t.label for t in dumped.tensors] == ["input.0", "input.1", "output.2"]
+    first, second, output = (t.array for t in dumped.tensors)
+    assert first is not None and second is not None and output is not None
+    assert first.tolist() == second.tolist() == values.tolist()  # copied before the kernel wrote over them
+    assert output.tolist() == [4.0, np.inf, 9.0]
+
+
+def test_a_kernel_writes_an_input_when_an_output_overlaps_an_input_tensors_bytes(npu: Npu) -> None:
+    base = npu.upload(np.zeros(64, np.float32))
+    x, y = npu.tensor(npu.upload(np.ones(16, np.float32)), (16,), np.float32), npu.tensor(base, (64,), np.float32)
+    first, second = npu.tensor(base, (32,), np.float32), npu.tensor(base + 128, (32,), np.float32)
+    assert not writes_an_input((x, x, first), (2,))  # separate buffers
+    assert writes_an_input((x, x, x), (2,))  # x *= x
+    assert writes_an_input((second, x, y), (2,))  # the output holds the input's bytes
+    assert writes_an_input((y, x, second), (2,))  # the output is part of the input
+    assert not writes_an_input((first, x, second), (2,))  # adjacent halves do not overlap
+    assert not writes_an_input((y, 3, x), (2,))  # scalars are not tensors

@@ -33,6 +33,23 @@ def capture(
             record.tensors.append(DumpTensor(index, role, arg.dtype, arg.shape, arg.address, data))
 
 
+def writes_an_input(args: tuple[object, ...], outputs: tuple[int, ...]) -> bool:
+    """True if an output tensor's bytes overlap an input tensor's (an in-place kernel): only then
+    do its inputs have to be copied before it runs to be dumped as they were."""
+    ranges = [
+        (index in outputs, arg.address, arg.address + tensor_nbytes(arg))
+        for index, arg in enumerate(args)
+        if isinstance(arg, TensorArg)
+    ]
+    return any(
+        start < other_end and other_start < end
+        for written, start, end in ranges
+        if written
+        for read, other_start, other_end in ranges
+        if not read
+    )
+
+
 def exception_dump(device_id: int, task: Task, space: AddressSpace) -> DumpRecord:
     """Every tensor argument of a failed kernel that can still be read (the faulting one: None)."""
     assert task.kernel is not None

@@ -27,7 +27,7 @@ from cannrt.abi import (
 )
 from cannrt.device.access_site import SourceLine, caller_line, line_of_traceback
 from cannrt.device.copies import copy_parts, host_array
-from cannrt.device.dumps import capture, exception_dump, new_dump
+from cannrt.device.dumps import capture, exception_dump, new_dump, writes_an_input
 from cannrt.device.fabric import Fabric
 from cannrt.device.kernel_faults import (
     argument_message,
@@ -273,8 +273,8 @@ class Executor:
             if dump_mode & _DUMP_INPUTS:
                 capture(task.dump, task.args, values, kernel.outputs, "input")
         before = None
-        if reports.overflow_dump:  # the inputs as they were, in case the kernel overflows
-            before = new_dump(self.device_id, task, kernel.name)
+        if reports.overflow_dump and writes_an_input(task.args, kernel.outputs):  # in case it overflows:
+            before = new_dump(self.device_id, task, kernel.name)  # the inputs it overwrites, as they were
             capture(before, task.args, values, kernel.outputs, "input")
         self._fp_flags = 0
         try:
@@ -324,7 +324,10 @@ class Executor:
         bits = overflow_bits(flags)
         what = "division by zero" if "VEC_DIV0" in bits else "float overflow (inf/nan)"
         self._fail(task, code, ErrorType.AICORE, bits, f"{what} in {kernel.name}: overflow detection", site)
-        if before is not None:
+        if reports.overflow_dump:  # the inputs (as they were if the kernel wrote over them) and outputs
+            if before is None:
+                before = new_dump(self.device_id, task, kernel.name)
+                capture(before, task.args, values, kernel.outputs, "input")
             capture(before, task.args, values, kernel.outputs, "output")
             task.dump = before
 
