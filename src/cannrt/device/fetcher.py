@@ -142,7 +142,7 @@ class Fetcher:
                 task_id = raw[TASK_ID_AT] | raw[TASK_ID_AT + 1] << 8
                 task = Task(sq, position, known[0], raw, arrivals[slot], task_id, kernel, args or ())
                 if args is None:
-                    self._prefetch_params(task, known)
+                    self._prefetch_params(task, known, space)
             position += 1
             sq.fetched = position
             to_run(task)
@@ -166,11 +166,13 @@ class Fetcher:
         self._decoded[raw[:TASK_ID_AT] + raw[_TASK_ID_END:]] = known
         return known
 
-    def _prefetch_params(self, task: Task, known: Decoded) -> None:
+    def _prefetch_params(self, task: Task, known: Decoded, space: AddressSpace | None) -> None:
         """Read the parameter block from device memory (the SQE's prefetch) and decode it (once
-        per distinct block). The view of the block is kept while its mapping is unchanged."""
+        per distinct block) in the SQ's address space (None: its context is gone). The view of
+        the block is kept while its mapping is unchanged."""
         try:
-            space = self._fabric.space(task.sq.asid)
+            if space is None:
+                raise KeyError(task.sq.asid)  # as the lookup itself raised
             if known[3] is not space or known[4] != space.generation:
                 sqe: KernelSqe = known[0]
                 known[3:] = space, space.generation, space.view(sqe.param, sqe.param_size, "read")
