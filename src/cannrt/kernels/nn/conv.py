@@ -24,6 +24,7 @@ from cannrt.dtypes import numpy_dtype
 from cannrt.kernels.builtins import compute_dtype
 from cannrt.kernels.nn import blas
 from cannrt.kernels.nn.common import (
+    ACT_RELU,
     ACTIVATION_VECTOR_OPS,
     activate,
     as_compute,
@@ -33,6 +34,7 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
+from cannrt.kernels.nn.conv_loops import bias_act_into, takes
 from cannrt.kernels.nn.window import Window, padded, padded_rows
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
@@ -108,6 +110,7 @@ def _work(specs: ArgSpecs, bias: bool) -> Work:
 
 
 BAND_BYTES = 2 << 20  # im2col bytes per band: a band's matrix stays in L2 while its product reads it
+SINGLE_BANDS = 2  # at least this many bands when there is one image and group
 MIN_BAND_PIXELS = 128  # bands narrower than this make thin products: split the channels instead
 MIN_CHANNEL_PART = 32  # output channels per part when a pointwise convolution's channels are split
 TAPS_MAX_CHANNELS = 64  # per-tap products (no im2col) for at most this many output channels per group
@@ -155,7 +158,7 @@ def _plan(
     if 2.0 * n * group * mg * depth * pixels >= blas.SPLIT_FLOPS:
         single = n * group == 1
         bands = 1 if by_taps else -(-pixels * depth * itemsize // BAND_BYTES)
-        bands = max(2 if single else 1, bands)
+        bands = max(SINGLE_BANDS if single else 1, bands)
         bands += bands % 2 if single else 0
         rows = -(-out[0] // min(bands, out[0]))
         if single and (rows * rest < MIN_BAND_PIXELS or rows == out[0]):
@@ -219,8 +222,11 @@ def _pointwise(x: np.ndarray, window: Window, out: tuple[int, ...]) -> bool:
 
 
 def _finish(view: np.ndarray, result: np.ndarray, bias: np.ndarray | None, act: tuple[int, float, float]) -> None:
-    """view = act(result + bias), in view itself when it is of result's dtype (bias (m, 1, ...))."""
-    if view.dtype == result.dtype:
+    """view = act(result + bias), in view itself when it is of result's dtype (bias (m, 1, ...)):
+    one pass for relu or none (conv_loops)."""
+    if takes(result, view, act[0]):
+        bias_act_into(result, view, None if bias is None else bias.reshape(-1), act[0] == ACT_RELU)
+    elif view.dtype == result.dtype:
         if bias is None:
             np.copyto(view, result)
         else:
@@ -290,9 +296,13 @@ def convolve_into(
         view = flat[item.n, channels, item.r0 * rest : item.r1 * rest]
         band = view if view.dtype == dtype else np.empty(view.shape, dtype)
         np.matmul(product, cols, out=band)
-        if bias_part is not None:
-            band += bias_part
-        activate(band, *activation)
+        if takes(band, band, activation[0]):  # one pass (none without a bias: nothing to do)
+            if bias_part is not None or activation[0] == ACT_RELU:
+                bias_act_into(band, band, None if bias_part is None else bias_part[:, 0], activation[0] == ACT_RELU)
+        else:
+            if bias_part is not None:
+                band += bias_part
+            activate(band, *activation)
         if band is not view:
             store(view, band)
 
