@@ -20,7 +20,7 @@ from cannrt.kernels.nn.jit import jit
 def _bias_act(source: np.ndarray, target: np.ndarray, bias: np.ndarray, flags: Any) -> None:
     """target[k, r] = source[k, r] + bias[k] (when biased; no add otherwise, which would make -0.0
     0.0), then np.maximum(., 0) when relu, over (channels, rows, columns) arrays whose rows are
-    contiguous (target may be source)."""
+    contiguous and do not overlap."""
     biased, relu = flags
     zero = target.dtype.type(0)
     for k in range(source.shape[0]):
@@ -43,6 +43,29 @@ def _bias_act(source: np.ndarray, target: np.ndarray, bias: np.ndarray, flags: A
                     out[j] = row[j]
 
 
+@jit
+def _bias_act_in_place(y: np.ndarray, bias: np.ndarray, flags: Any) -> None:
+    """_bias_act with target = source: one array, so the loops vectorise (for two arrays that
+    overlap, the vectorised loop's overlap check sends every row to the scalar loop)."""
+    biased, relu = flags
+    zero = y.dtype.type(0)
+    for k in range(y.shape[0]):
+        add = bias[k]
+        for r in range(y.shape[1]):
+            row = y[k, r]
+            if relu and biased:
+                for j in range(row.size):
+                    v = row[j] + add
+                    row[j] = v if (v > 0 or v != v) else zero
+            elif relu:
+                for j in range(row.size):
+                    v = row[j]
+                    row[j] = v if (v > 0 or v != v) else zero
+            elif biased:
+                for j in range(row.size):
+                    row[j] = row[j] + add
+
+
 LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # the dtypes bias_act_into takes
 _NO_BIAS = {dtype: np.zeros(1, dtype) for dtype in LOOP_DTYPES}
 
@@ -62,8 +85,13 @@ def takes(source: np.ndarray, target: np.ndarray, code: int) -> bool:
 
 def bias_act_into(source: np.ndarray, target: np.ndarray, bias: np.ndarray | None, relu: bool) -> None:
     """target = relu?(source + bias per channel), one pass: source and target (channels, [rows,]
-    columns) of one shape and dtype with contiguous last axes (`takes`), bias (channels,) or None."""
+    columns) of one shape and dtype with contiguous last axes (`takes`), bias (channels,) or None;
+    target is source itself (in place) or does not overlap it."""
+    in_place = source is target
     if source.ndim == 2:
         source, target = source[:, None], target[:, None]
     extra = _NO_BIAS[source.dtype] if bias is None else bias.astype(source.dtype, copy=False)
-    _bias_act(source, target, extra, (bias is not None, relu))
+    if in_place:
+        _bias_act_in_place(target, extra, (bias is not None, relu))
+    else:
+        _bias_act(source, target, extra, (bias is not None, relu))
