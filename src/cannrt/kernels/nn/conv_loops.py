@@ -17,53 +17,67 @@ from cannrt.kernels.nn.jit import jit
 
 
 @jit
-def _bias_act(source: np.ndarray, target: np.ndarray, bias: np.ndarray, flags: Any) -> None:
+def _bias_act(source: np.ndarray, target: np.ndarray, bias: np.ndarray, geometry: Any) -> None:
     """target[k, r] = source[k, r] + bias[k] (when biased; no add otherwise, which would make -0.0
-    0.0), then np.maximum(., 0) when relu, over (channels, rows, columns) arrays whose rows are
-    contiguous and do not overlap."""
-    biased, relu = flags
+    0.0), then np.maximum(., 0) when relu, over (channels, rows, columns): source and target are
+    flat spans (`_span`) that do not overlap, with their channel and row steps in elements."""
+    channels, rows, columns, source_steps, target_steps, biased, relu = geometry
     zero = target.dtype.type(0)
-    for k in range(source.shape[0]):
+    for k in range(channels):
         add = bias[k]
-        for r in range(source.shape[1]):
-            row, out = source[k, r], target[k, r]
+        for r in range(rows):
+            first = k * source_steps[0] + r * source_steps[1]
+            into = k * target_steps[0] + r * target_steps[1]
+            row, out = source[first : first + columns], target[into : into + columns]
             if relu and biased:
-                for j in range(row.size):
+                for j in range(columns):
                     v = row[j] + add
                     out[j] = v if (v > 0 or v != v) else zero
             elif relu:
-                for j in range(row.size):
+                for j in range(columns):
                     v = row[j]
                     out[j] = v if (v > 0 or v != v) else zero
             elif biased:
-                for j in range(row.size):
+                for j in range(columns):
                     out[j] = row[j] + add
             else:
-                for j in range(row.size):
+                for j in range(columns):
                     out[j] = row[j]
 
 
 @jit
-def _bias_act_in_place(y: np.ndarray, bias: np.ndarray, flags: Any) -> None:
-    """_bias_act with target = source: one array, so the loops vectorise (for two arrays that
+def _bias_act_in_place(y: np.ndarray, bias: np.ndarray, geometry: Any) -> None:
+    """_bias_act with target = source: one span, so the loops vectorise (for two arrays that
     overlap, the vectorised loop's overlap check sends every row to the scalar loop)."""
-    biased, relu = flags
+    channels, rows, columns, steps, biased, relu = geometry
     zero = y.dtype.type(0)
-    for k in range(y.shape[0]):
+    for k in range(channels):
         add = bias[k]
-        for r in range(y.shape[1]):
-            row = y[k, r]
+        for r in range(rows):
+            first = k * steps[0] + r * steps[1]
+            row = y[first : first + columns]
             if relu and biased:
-                for j in range(row.size):
+                for j in range(columns):
                     v = row[j] + add
                     row[j] = v if (v > 0 or v != v) else zero
             elif relu:
-                for j in range(row.size):
+                for j in range(columns):
                     v = row[j]
                     row[j] = v if (v > 0 or v != v) else zero
             elif biased:
-                for j in range(row.size):
+                for j in range(columns):
                     row[j] = row[j] + add
+
+
+def _span(a: np.ndarray) -> tuple[np.ndarray, tuple[int, int]]:
+    """A (channels, rows, columns) array with contiguous rows as the flat 1-D C-contiguous span
+    of memory from its first element to its last, and its channel and row steps in elements
+    (numba vectorises a loop over a contiguous 1-D slice, not one over a row of a strided view)."""
+    steps = (a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
+    if a.flags.c_contiguous:  # reshape is a view at once (as_strided costs a few microseconds)
+        return a.reshape(-1), steps
+    extent = (a.shape[0] - 1) * steps[0] + (a.shape[1] - 1) * steps[1] + a.shape[2]
+    return np.lib.stride_tricks.as_strided(a, (extent,), (a.itemsize,)), steps
 
 
 LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # the dtypes bias_act_into takes
@@ -80,6 +94,8 @@ def takes(source: np.ndarray, target: np.ndarray, code: int) -> bool:
         and source.shape == target.shape
         and source.ndim in (2, 3)
         and source.strides[-1] == target.strides[-1] == source.itemsize
+        and min(source.strides) >= 0
+        and min(target.strides) >= 0
     )
 
 
@@ -91,7 +107,12 @@ def bias_act_into(source: np.ndarray, target: np.ndarray, bias: np.ndarray | Non
     if source.ndim == 2:
         source, target = source[:, None], target[:, None]
     extra = _NO_BIAS[source.dtype] if bias is None else bias.astype(source.dtype, copy=False)
+    shape, flags = source.shape, (bias is not None, relu)
+    if not source.size:
+        return
     if in_place:
-        _bias_act_in_place(target, extra, (bias is not None, relu))
+        span, steps = _span(target)
+        _bias_act_in_place(span, extra, (*shape, steps, *flags))
     else:
-        _bias_act(source, target, extra, (bias is not None, relu))
+        (source_span, source_steps), (target_span, target_steps) = _span(source), _span(target)
+        _bias_act(source_span, target_span, extra, (*shape, source_steps, target_steps, *flags))
