@@ -91,6 +91,12 @@ def stalled(waited: float, total: float, off_core: float) -> bool:
     return waited > STALL_MIN_S and waited > STALL_SHARE * total and off_core > OFF_CORE_SHARE * waited
 
 
+def shares() -> bool:
+    """Whether parallel_for shares the next kernel's items with the helper (not while backed
+    off): a kernel that cuts its work only for the two threads need not cut it otherwise."""
+    return not (_backoff[0] and time.perf_counter() < _backoff[0])
+
+
 def crowded(own: float, off_core: float) -> bool:
     """Whether a shared kernel ran on a crowded host: the caller's own items took at least
     STALL_MIN_S and it was off its core (wall time minus thread CPU time) for CROWDED_SHARE of
@@ -112,7 +118,7 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
     doubled up to BACKOFF_MAX_S each time the helper stalls again when it is next tried (a
     loaded spell lasts seconds; a stall on a quiet host is a one-off), and back to the shortest
     once a shared kernel ran without a stall."""
-    if count <= 1 or (_backoff[0] and time.perf_counter() < _backoff[0]):
+    if count <= 1 or not shares():
         for index in range(count):
             body(index)
         return

@@ -144,19 +144,29 @@ def _by_taps(window: Window, cg: int, mg: int, out: tuple[int, ...]) -> bool:
 
 
 def _plan(
-    n: int, group: int, mg: int, cg: int, out: tuple[int, ...], taps: int, itemsize: int, pointwise: bool, by_taps: bool
+    n: int,
+    group: int,
+    mg: int,
+    cg: int,
+    out: tuple[int, ...],
+    taps: int,
+    itemsize: int,
+    pointwise: bool,
+    by_taps: bool,
+    share: bool = True,
 ) -> list[_Item]:
     """The items of a convolution. Large products are cut into row bands (of about BAND_BYTES
-    of im2col, two for the per-tap products; an even count when there is one image and group,
-    so both host threads get the same share); when such bands would be thinner than
-    MIN_BAND_PIXELS, into two halves of the output channels (pointwise: the im2col matrix is x)
-    or of the input channels (each half builds its own im2col rows; partial sums)."""
+    of im2col, two for the per-tap products; when shared with the helper thread, an even count
+    when there is one image and group, so both host threads get the same share); when such
+    bands would be thinner than MIN_BAND_PIXELS, into two halves of the output channels
+    (pointwise: the im2col matrix is x) or of the input channels (each half builds its own
+    im2col rows; partial sums). Not shared (blas.shares), they are not cut for the threads."""
     rest = math.prod(out[1:])
     pixels = out[0] * rest
     depth = cg * taps
     rows, m_parts, c_parts = max(1, out[0]), 1, 1
     if 2.0 * n * group * mg * depth * pixels >= blas.SPLIT_FLOPS:
-        single = n * group == 1
+        single = n * group == 1 and share
         bands = 1 if by_taps else -(-pixels * depth * itemsize // BAND_BYTES)
         bands = max(SINGLE_BANDS if single else 1, bands)
         bands += bands % 2 if single else 0
@@ -263,7 +273,7 @@ def convolve_into(
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
     b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
     xp = as_compute(x)  # each item pads the rows it reads
-    items = _plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps)
+    items = _plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps, blas.shares())
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)
     summed = len(items) > 1 and items[0].c1 < cg
