@@ -14,6 +14,7 @@ the cube accumulates.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -154,37 +155,58 @@ def _plan(
     pointwise: bool,
     by_taps: bool,
     share: bool = True,
-) -> list[_Item]:
+) -> tuple[_Item, ...]:
+    """`_cut` of these arguments and the current tunables, remembered per distinct tuple (every
+    launch of a model's convolution plans the same items)."""
+    tunables = (blas.SPLIT_FLOPS, BAND_BYTES, SINGLE_BANDS, MIN_BAND_PIXELS, MIN_CHANNEL_PART)
+    return _cut(n, group, mg, cg, out, taps, itemsize, pointwise, by_taps, share, tunables)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cut(
+    n: int,
+    group: int,
+    mg: int,
+    cg: int,
+    out: tuple[int, ...],
+    taps: int,
+    itemsize: int,
+    pointwise: bool,
+    by_taps: bool,
+    share: bool,
+    tunables: tuple[float, int, int, int, int],
+) -> tuple[_Item, ...]:
     """The items of a convolution. Large products are cut into row bands (of about BAND_BYTES
     of im2col, two for the per-tap products; when shared with the helper thread, an even count
     when there is one image and group, so both host threads get the same share); when such
     bands would be thinner than MIN_BAND_PIXELS, into two halves of the output channels
     (pointwise: the im2col matrix is x) or of the input channels (each half builds its own
     im2col rows; partial sums). Not shared (blas.shares), they are not cut for the threads."""
+    split_flops, band_bytes, single_bands, min_band_pixels, min_channel_part = tunables
     rest = math.prod(out[1:])
     pixels = out[0] * rest
     depth = cg * taps
     rows, m_parts, c_parts = max(1, out[0]), 1, 1
-    if 2.0 * n * group * mg * depth * pixels >= blas.SPLIT_FLOPS:
+    if 2.0 * n * group * mg * depth * pixels >= split_flops:
         single = n * group == 1 and share
-        bands = 1 if by_taps else -(-pixels * depth * itemsize // BAND_BYTES)
-        bands = max(SINGLE_BANDS if single else 1, bands)
+        bands = 1 if by_taps else -(-pixels * depth * itemsize // band_bytes)
+        bands = max(single_bands if single else 1, bands)
         bands += bands % 2 if single else 0
         rows = -(-out[0] // min(bands, out[0]))
-        if single and (rows * rest < MIN_BAND_PIXELS or rows == out[0]):
-            if pointwise and mg >= 2 * MIN_CHANNEL_PART:
+        if single and (rows * rest < min_band_pixels or rows == out[0]):
+            if pointwise and mg >= 2 * min_channel_part:
                 rows, m_parts = out[0], 2
             elif not pointwise and cg >= 2:
                 rows, c_parts = out[0], 2
     m_half, c_half = -(-mg // m_parts), -(-cg // c_parts)
-    return [
+    return tuple(
         _Item(i, g, r0, min(r0 + rows, out[0]), m0, min(m0 + m_half, mg), c0, min(c0 + c_half, cg))
         for i in range(n)
         for g in range(group)
         for r0 in range(0, out[0], rows)
         for m0 in range(0, mg, m_half)
         for c0 in range(0, cg, c_half)
-    ]
+    )
 
 
 def _columns(x: np.ndarray, window: Window, out: tuple[int, ...], item: _Item, cg: int, dtype: np.dtype) -> np.ndarray:
@@ -269,10 +291,10 @@ def convolve_into(
     rest = math.prod(out[1:])
     pointwise = _pointwise(x, window, out)  # x itself is the im2col matrix: no per-tap route either
     by_taps = not pointwise and _by_taps(window, cg, mg, out)
-    weights = as_compute(w).reshape(group, mg, depth)
+    weights = (w if w.dtype == dtype else as_compute(w)).reshape(group, mg, depth)
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
-    b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
-    xp = as_compute(x)  # each item pads the rows it reads
+    b = None if bias is None else (bias if bias.dtype == dtype else as_compute(bias)).reshape(group, mg, 1)
+    xp = x if x.dtype == dtype else as_compute(x)  # each item pads the rows it reads
     items = _plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps, blas.shares())
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)
