@@ -13,7 +13,9 @@ import pytest
 from onnx_reference import on_device, reference
 
 from cannrt.kernels.nn import blas
-from cannrt.kernels.nn.conv import BAND_BYTES, MIN_BAND_PIXELS, _by_taps, _plan
+from cannrt.kernels.nn.conv import _by_taps
+from cannrt.kernels.nn.conv_plan import BAND_BYTES, MIN_BAND_PIXELS
+from cannrt.kernels.nn.conv_plan import plan as _plan
 from cannrt.kernels.nn.window import Window
 from cannrt.runtime.core import Runtime
 
