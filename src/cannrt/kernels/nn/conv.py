@@ -2,12 +2,13 @@
 
 Arguments: x (N, C, *spatial), w (M, C/group, *kernel), [b (M,)], y (N, M, *out), then ints
 group, activation code, the window (kernel, strides, dilations, pads begin, pads end per axis),
-then floats activation alpha, beta. A large convolution is cut into bands of output rows: per band
-one strided copy gathers its im2col matrix (a 1x1 unit-stride convolution multiplies x itself)
-and one product writes the band of the output in place, the bias and activation following while
-the band is in cache; bands (or, for a small image, halves of the channels) run on both host
-threads. A unit-stride 2-D convolution with few output channels skips im2col: one product per
-kernel offset on a strided view of the padded input. A depthwise convolution accumulates per
+then floats activation alpha, beta. A large convolution is cut into bands of output rows
+(conv_plan): per band one strided copy gathers its im2col matrix (a 1x1 unit-stride convolution
+multiplies x itself) and one product writes the band of the output in place, the bias and a relu
+following in one pass (conv_loops) while the band is in cache; bands (or, for a small image,
+halves of the channels) run on both host threads. A unit-stride 2-D convolution with few output
+channels skips im2col: one batched product over a strided view of the padded input per kernel
+offset, summed. A depthwise convolution accumulates per
 kernel offset on the vector path. Reduced precision computes in fp32 and casts the result, as
 the cube accumulates.
 """
