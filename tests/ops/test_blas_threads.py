@@ -75,8 +75,10 @@ def test_a_caller_off_its_core_makes_the_next_kernels_run_on_the_caller(monkeypa
     # when other processes hold the cores), whatever this machine's load.
     monkeypatch.setattr(blas, "thread_clock", lambda: 0.0)
     crowded, splits = blas.CROWDED[0], blas.SPLITS[0]
-    blas.parallel_for(4, lambda index: time.sleep(0.002))
+    # the caller's items take 2 ms, the helper's none: the caller never waits for the helper (no stall)
+    blas.parallel_for(4, lambda index: None if _on_helper() else time.sleep(0.002))
     assert blas.CROWDED[0] == crowded + 1 and blas.SPLITS[0] == splits + 1
+    assert blas._backoff[1] == blas.BACKOFF_MIN_S  # retried soon: a crowded spell does not double it
     threads: list[str] = []
     blas.parallel_for(4, lambda index: threads.append(threading.current_thread().name))
     assert threads == [threading.current_thread().name] * 4 and blas.SPLITS[0] == splits + 1

@@ -113,8 +113,9 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
     after both stopped.
 
     On a loaded host the helper may be descheduled while it holds an item, and the caller can
-    only wait; or both threads share cores with other processes (`crowded`). After such a stall
-    (`stalled`, `crowded`), kernels run on the caller alone for BACKOFF_MIN_S,
+    only wait; or both threads share cores with other processes (`crowded`: then kernels run on
+    the caller alone for BACKOFF_MIN_S, and the next shared kernel tests again). After a stall
+    (`stalled`), kernels run on the caller alone for BACKOFF_MIN_S,
     doubled up to BACKOFF_MAX_S each time the helper stalls again when it is next tried (a
     loaded spell lasts seconds; a stall on a quiet host is a one-off), and back to the shortest
     once a shared kernel ran without a stall."""
@@ -152,11 +153,13 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
         if not job.cancel():  # the helper started: it finishes the item it holds
             job.result()
     now = time.perf_counter()
-    busy = crowded(mine - started, own_off)
-    if busy or stalled(now - mine, now - started, off_core[0]):
+    if stalled(now - mine, now - started, off_core[0]):
         STALLS[0] += 1
-        CROWDED[0] += busy
         _backoff[0] = now + _backoff[1]
         _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S)
+    elif crowded(mine - started, own_off):  # retried soon: the next shared kernel costs little if still crowded
+        STALLS[0] += 1
+        CROWDED[0] += 1
+        _backoff[0] = now + BACKOFF_MIN_S
     elif _backoff[0]:
         reset_backoff()  # the helper kept up: a quiet host again
