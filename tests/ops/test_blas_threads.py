@@ -1,5 +1,5 @@
 """The cube kernels leave the host BLAS on one thread, and share their items with one helper thread
-that is backed off only when it stalls (kernels/nn/blas.py)."""
+that is backed off only when it stalls or the host is crowded (kernels/nn/blas.py)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,23 @@ def test_the_stall_rule_needs_a_long_wait_mostly_off_core() -> None:
     assert not blas.stalled(waited=0.05, total=0.1, off_core=0.0)  # a late start: its item's own length
     assert not blas.stalled(waited=0.01, total=0.1, off_core=0.01)  # a small share of the kernel
     assert not blas.stalled(waited=1e-4, total=1.5e-4, off_core=1e-4)  # shorter than STALL_MIN_S
+
+
+def test_the_crowded_rule_needs_the_caller_off_its_core_for_a_share_of_its_items() -> None:
+    assert blas.crowded(own=0.01, off_core=0.005)
+    assert not blas.crowded(own=0.01, off_core=0.001)  # on its core nearly throughout
+    assert not blas.crowded(own=1e-4, off_core=1e-4)  # shorter than STALL_MIN_S
+
+
+def test_a_caller_off_its_core_makes_the_next_kernels_run_on_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A CPU clock that never advances: every thread is off its core for all of its items (as
+    # when other processes hold the cores), whatever this machine's load.
+    monkeypatch.setattr(blas, "thread_clock", lambda: 0.0)
+    crowded, splits = blas.CROWDED[0], blas.SPLITS[0]
+    # the caller's items take 2 ms, the helper's none: the caller never waits for the helper (no stall)
+    blas.parallel_for(4, lambda index: None if _on_helper() else time.sleep(0.002))
+    assert blas.CROWDED[0] == crowded + 1 and blas.SPLITS[0] == splits + 1
+    assert blas._backoff[1] == blas.BACKOFF_MIN_S  # retried soon: a crowded spell does not double it
+    threads: list[str] = []
+    blas.parallel_for(4, lambda index: threads.append(threading.current_thread().name))
+    assert threads == [threading.current_thread().name] * 4 and blas.SPLITS[0] == splits + 1

@@ -13,7 +13,9 @@ import pytest
 from onnx_reference import on_device, reference
 
 from cannrt.kernels.nn import blas
-from cannrt.kernels.nn.conv import MIN_BAND_PIXELS, _by_taps, _plan
+from cannrt.kernels.nn.conv import _by_taps
+from cannrt.kernels.nn.conv_plan import BAND_BYTES, MIN_BAND_PIXELS
+from cannrt.kernels.nn.conv_plan import plan as _plan
 from cannrt.kernels.nn.window import Window
 from cannrt.runtime.core import Runtime
 
@@ -40,6 +42,16 @@ def test_the_plan_splits_output_channels_of_a_thin_pointwise_product() -> None:
     items = _plan(1, 1, 2048, 512, (7, 7), 1, 4, True, False)  # its im2col matrix is x: nothing to build
     assert [(i.m0, i.m1) for i in items] == [(0, 1024), (1024, 2048)]
     assert all((i.r0, i.r1, i.c0, i.c1) == (0, 7, 0, 512) for i in items)
+
+
+def test_a_plan_not_shared_with_the_helper_cuts_only_bands_of_band_bytes() -> None:
+    # the cuts for the two threads (an even band count, channel halves) are not made
+    assert len(_plan(1, 1, 64, 16, (55, 55), 9, 4, False, False, share=False)) == 1  # 1.7 MB of im2col
+    assert len(_plan(1, 1, 2048, 512, (7, 7), 1, 4, False, False, share=False)) == 1
+    assert len(_plan(1, 1, 2048, 512, (7, 7), 1, 4, True, False, share=False)) == 1
+    large = _plan(1, 1, 64, 64, (56, 56), 9, 4, False, False, share=False)  # 7.2 MB: bands of BAND_BYTES
+    assert len(large) == -(-56 * 56 * 64 * 9 * 4 // BAND_BYTES) == 4 and large[-1].r1 == 56
+    assert len(_plan(4, 1, 64, 16, (55, 55), 9, 4, False, False, share=False)) == 4  # one item per image
 
 
 def test_per_tap_products_are_two_row_bands_of_one_image() -> None:

@@ -60,7 +60,7 @@ def in_planes(x: np.ndarray, y: np.ndarray, body: Callable[[np.ndarray, np.ndarr
     planes = x.shape[0] * x.shape[1]
     target = y if y.flags.c_contiguous else np.empty(y.shape, y.dtype)
     xs, ys = x.reshape(planes, 1, *x.shape[2:]), target.reshape(planes, 1, *y.shape[2:])
-    if planes < 2 or x.size < blas.PARALLEL_ELEMENTS:
+    if planes < 2 or x.size < blas.PARALLEL_ELEMENTS or not blas.shares():  # backed off: one call
         body(xs, ys, slice(0, planes))
     else:
         half = planes // 2

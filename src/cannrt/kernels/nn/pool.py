@@ -16,6 +16,7 @@ import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, vector_rate
+from cannrt.kernels.nn import pool_loops
 from cannrt.kernels.nn.common import as_compute, check_scalars, in_planes, register, store
 from cannrt.kernels.nn.window import Window, padded, valid_counts
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
@@ -59,6 +60,13 @@ def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
     v = as_compute(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
     out = tuple(y.shape[2:])
     fill = _fill_for(v.dtype)
+    if pool_loops.takes(v, y):
+
+        def rows(part: np.ndarray, target: np.ndarray, _: slice) -> None:
+            pool_loops.maxpool_into(part.reshape(-1, *part.shape[2:]), target.reshape(-1, *out), window)
+
+        in_planes(v, y, rows)
+        return
     in_planes(v, y, lambda part, target, _: store(target, window.reduce(part, out, np.maximum, fill)))
 
 
@@ -103,6 +111,9 @@ def _avgpool(x: np.ndarray, y: np.ndarray, include_pad: int, *ints: int) -> None
 
 def _global(x: np.ndarray, y: np.ndarray, reduce: str) -> None:
     axes = tuple(range(2, x.ndim))
+    if reduce == "mean" and x.flags.c_contiguous and x.size:  # one axis: 64 against 116 us at 1000 x 13 x 13
+        store(y, as_compute(x).reshape(x.shape[0] * x.shape[1], -1).mean(axis=1))
+        return
     value = as_compute(x).mean(axis=axes, keepdims=True) if reduce == "mean" else x.max(axis=axes, keepdims=True)
     store(y, value)
 

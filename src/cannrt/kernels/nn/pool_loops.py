@@ -1,0 +1,113 @@
+"""2-D max pooling as one numba pass over the input (the CANN MaxPoolV3 kernel's vector loop).
+
+numpy's separable reduction (Window.reduce) makes a pass per kernel offset and axis over strided
+views, about 1 ms for 64 x 111 x 111 -> 55 x 55, memory-bound; this pass reads each input row
+while it is in cache: 0.44-0.49 against 0.83-0.92 ms there, 0.35-0.38 against 0.41-0.44 ms at
+128 x 55 x 55 (same runs). On narrower planes its per-row steps cost more than they save
+(256 x 27 x 27: 0.30 against 0.20 ms), so the kernel takes it from MIN_WIDTH columns. Pads and
+the ceil-mode edge never take part (their taps are skipped), NaN propagates as np.maximum
+propagates it. It releases the GIL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cannrt.kernels.nn.jit import jit
+
+MIN_WIDTH = 48  # input columns from which maxpool_into beats the separable numpy reduction
+LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@jit
+def _maxpool_planes(x: np.ndarray, y: np.ndarray, geometry: Any) -> None:
+    """y[p, oh, ow] = the max over the window taps (i, j) inside x of
+    x[p, oh * sh + i * dh - ph, ow * sw + j * dw - pw], -inf where no tap is inside; x is
+    (planes, H, W), y (planes, OH, OW), both C-contiguous. Per output row: the max over the
+    window's input rows (row_max, contiguous), then per column tap a contiguous run of it (for
+    stride 2 of its even or odd elements, split first: numba does not vectorise a strided read)."""
+    kh, kw, sh, sw, dh, dw, ph, pw = geometry
+    planes, height, width = x.shape
+    out_h, out_w = y.shape[1], y.shape[2]
+    row_max = np.empty(width, dtype=x.dtype)
+    evens = np.empty((width + 1) // 2, dtype=x.dtype)
+    odds = np.empty(width // 2, dtype=x.dtype)
+    half = width // 2
+    for p in range(planes):
+        plane = x[p]
+        for oh in range(out_h):
+            target = y[p, oh]
+            i0 = 0
+            while i0 < kh and not (0 <= oh * sh + i0 * dh - ph < height):
+                i0 += 1
+            if i0 == kh:
+                for o in range(out_w):
+                    target[o] = -np.inf
+                continue
+            first = plane[oh * sh + i0 * dh - ph]
+            for w in range(width):
+                row_max[w] = first[w]
+            for i in range(i0 + 1, kh):
+                ih = oh * sh + i * dh - ph
+                if ih < height and ih >= 0:
+                    src = plane[ih]
+                    for w in range(width):
+                        a = row_max[w]
+                        b = src[w]
+                        row_max[w] = a if (a >= b or a != a) else b
+            for o in range(out_w):
+                target[o] = -np.inf
+            if sw == 2:
+                for q in range(half):
+                    evens[q] = row_max[2 * q]
+                    odds[q] = row_max[2 * q + 1]
+                if width % 2:
+                    evens[half] = row_max[width - 1]
+            for j in range(kw):
+                shift = j * dw - pw
+                lo = 0 if shift >= 0 else min(out_w, (sw - 1 - shift) // sw)
+                hi = 0 if width - 1 - shift < 0 else min(out_w, (width - 1 - shift) // sw + 1)
+                if hi <= lo:
+                    continue
+                if sw <= 2:
+                    if sw == 1:
+                        src, off = row_max, shift
+                    elif shift % 2 == 0:
+                        src, off = evens, shift // 2
+                    else:
+                        src, off = odds, shift // 2
+                    into = target[lo:hi]
+                    runs = src[lo + off : hi + off]
+                    for o in range(hi - lo):
+                        a = into[o]
+                        b = runs[o]
+                        into[o] = a if (a >= b or a != a) else b
+                else:
+                    for o in range(lo, hi):
+                        a = target[o]
+                        b = row_max[o * sw + shift]
+                        target[o] = a if (a >= b or a != a) else b
+
+
+def takes(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether maxpool_into pools x (N, C, H, W) into y: one float dtype of LOOP_DTYPES, both
+    C-contiguous, non-empty, at least MIN_WIDTH input columns."""
+    return (
+        x.ndim == y.ndim == 4
+        and x.dtype == y.dtype
+        and x.dtype in LOOP_DTYPES
+        and x.shape[3] >= MIN_WIDTH
+        and y.size > 0
+        and x.flags.c_contiguous
+        and y.flags.c_contiguous
+    )
+
+
+def maxpool_into(x: np.ndarray, y: np.ndarray, window: Any) -> None:
+    """y = the 2-D max pooling of x over window (a Window of two spatial axes): x (planes, H, W)
+    and y (planes, OH, OW), C-contiguous, of one float dtype."""
+    (kh, kw), (sh, sw), (dh, dw) = window.kernel, window.strides, window.dilations
+    ph, pw = window.pads_begin
+    _maxpool_planes(x, y, (kh, kw, sh, sw, dh, dw, ph, pw))
