@@ -1,7 +1,7 @@
 """pool_loops.maxpool_into, the one-pass 2-D max pooling: the same numbers as the separable numpy
-reduction bit for bit (NaN propagated, pads and the ceil-mode edge never taking part) over kernel
-sizes, strides, dilations, pads and both float dtypes; and the arrays it does not take still pool
-through numpy."""
+reduction, bit for bit on random values (NaN propagated, pads and the ceil-mode edge never taking
+part) over kernel sizes, strides, dilations, pads and both float dtypes, and the same values among
+signed zeros; the arrays it does not take still pool through numpy."""
 
 from __future__ import annotations
 
@@ -72,3 +72,25 @@ def test_what_it_does_not_take() -> None:
     assert not pool_loops.takes(x, y.astype(np.float64))
     wide = np.zeros((1, 2, 4, 64), np.float32)
     assert not pool_loops.takes(x, wide[..., ::2])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_signed_zeros_tie_as_numpys_maximum_does(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Among equal zeros np.maximum keeps its second operand; so does the loop, so the unpadded
+    cases agree bit for bit. Where pads cut windows the numpy path combines the taps in another
+    order, and only the values (not the sign of a tied zero) are the same."""
+    (h, w), kernel, strides, dilations, pb, pe, ceil = CASES[name]
+    x = np.zeros((1, 2, h, w), np.float32)
+    x.reshape(-1)[1::5] = -0.0
+    x.reshape(-1)[2::11] = -1.0
+    out = tuple(_extent(*args, ceil) for args in zip((h, w), kernel, strides, dilations, pb, pe, strict=True))
+    results = []
+    for width in (1, 1 << 20):
+        monkeypatch.setattr(pool_loops, "MIN_WIDTH", width)
+        y = np.full((1, 2, *out), 7.0, np.float32)
+        MAXPOOL.compute(x, y, *kernel, *strides, *dilations, *pb, *pe)
+        results.append(y)
+    looped, reduced = results
+    assert np.array_equal(looped, reduced)
+    if not any(pb) and not any(pe):
+        assert np.array_equal(looped.view(np.uint8), reduced.view(np.uint8))

@@ -59,7 +59,6 @@ def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
     window = Window.parse("maxpool", x.ndim - 2, ints)
     v = as_compute(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
     out = tuple(y.shape[2:])
-    fill = _fill_for(v.dtype)
     if pool_loops.takes(v, y):
 
         def rows(part: np.ndarray, target: np.ndarray, _: slice) -> None:
@@ -67,6 +66,7 @@ def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
 
         in_planes(v, y, rows)
         return
+    fill = _fill_for(v.dtype)
     in_planes(v, y, lambda part, target, _: store(target, window.reduce(part, out, np.maximum, fill)))
 
 

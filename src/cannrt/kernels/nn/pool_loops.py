@@ -6,7 +6,9 @@ while it is in cache: 0.44-0.49 against 0.83-0.92 ms there, 0.35-0.38 against 0.
 128 x 55 x 55 (same runs). On narrower planes its per-row steps cost more than they save
 (256 x 27 x 27: 0.30 against 0.20 ms), so the kernel takes it from MIN_WIDTH columns. Pads and
 the ceil-mode edge never take part (their taps are skipped), NaN propagates as np.maximum
-propagates it. It releases the GIL.
+propagates it, and of equal values the later tap wins, as np.maximum keeps its second operand
+(the numpy path combines a padded window's taps in another order: there a tied zero's sign may
+differ). It releases the GIL.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def _maxpool_planes(x: np.ndarray, y: np.ndarray, geometry: Any) -> None:
                     for w in range(width):
                         a = row_max[w]
                         b = src[w]
-                        row_max[w] = a if (a >= b or a != a) else b
+                        row_max[w] = a if (a > b or a != a) else b
             for o in range(out_w):
                 target[o] = -np.inf
             if sw == 2:
@@ -83,12 +85,12 @@ def _maxpool_planes(x: np.ndarray, y: np.ndarray, geometry: Any) -> None:
                     for o in range(hi - lo):
                         a = into[o]
                         b = runs[o]
-                        into[o] = a if (a >= b or a != a) else b
+                        into[o] = a if (a > b or a != a) else b
                 else:
                     for o in range(lo, hi):
                         a = target[o]
                         b = row_max[o * sw + shift]
-                        target[o] = a if (a >= b or a != a) else b
+                        target[o] = a if (a > b or a != a) else b
 
 
 def takes(x: np.ndarray, y: np.ndarray) -> bool:
