@@ -206,10 +206,10 @@ def convolve_into(
     rest = math.prod(out[1:])
     pointwise = _pointwise(x, window, out)  # x itself is the im2col matrix: no per-tap route either
     by_taps = not pointwise and _by_taps(window, cg, mg, out)
-    weights = (w if w.dtype == dtype else as_compute(w)).reshape(group, mg, depth)
+    weights = as_compute(w).reshape(group, mg, depth)
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
-    b = None if bias is None else (bias if bias.dtype == dtype else as_compute(bias)).reshape(group, mg, 1)
-    xp = x if x.dtype == dtype else as_compute(x)  # each item pads the rows it reads
+    b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
+    xp = as_compute(x)  # each item pads the rows it reads
     items = plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps, blas.shares())
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)

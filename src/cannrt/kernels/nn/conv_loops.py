@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from cannrt.kernels.nn.common import ACT_NONE, ACT_RELU
-from cannrt.kernels.nn.jit import jit
+from cannrt.kernels.nn.jit import LOOP_DTYPES, jit
 
 
 @jit
@@ -80,7 +80,6 @@ def _span(a: np.ndarray) -> tuple[np.ndarray, tuple[int, int]]:
     return np.lib.stride_tricks.as_strided(a, (extent,), (a.itemsize,)), steps
 
 
-LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # the dtypes bias_act_into takes
 _NO_BIAS = {dtype: np.zeros(1, dtype) for dtype in LOOP_DTYPES}
 
 

@@ -8,6 +8,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # the float dtypes the kernels' numba loops take
 _lock = threading.Lock()
 
 

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from cannrt.kernels.nn.jit import jit
+from cannrt.kernels.nn.jit import LOOP_DTYPES, jit
 
 MIN_WIDTH = 48  # input columns from which maxpool_into beats the separable numpy reduction
-LOOP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @jit
