@@ -153,13 +153,14 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
         if not job.cancel():  # the helper started: it finishes the item it holds
             job.result()
     now = time.perf_counter()
-    if stalled(now - mine, now - started, off_core[0]):
-        STALLS[0] += 1
-        _backoff[0] = now + _backoff[1]
-        _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S)
-    elif crowded(mine - started, own_off):  # retried soon: the next shared kernel costs little if still crowded
-        STALLS[0] += 1
-        CROWDED[0] += 1
-        _backoff[0] = now + BACKOFF_MIN_S
-    elif _backoff[0]:
-        reset_backoff()  # the helper kept up: a quiet host again
+    with _lock:  # the workers of two devices may both run kernels: one update of the back-off at a time
+        if stalled(now - mine, now - started, off_core[0]):
+            STALLS[0] += 1
+            _backoff[0] = now + _backoff[1]
+            _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S)
+        elif crowded(mine - started, own_off):  # retried soon: the next shared kernel costs little if still crowded
+            STALLS[0] += 1
+            CROWDED[0] += 1
+            _backoff[0] = now + BACKOFF_MIN_S
+        elif _backoff[0]:
+            reset_backoff()  # the helper kept up: a quiet host again
