@@ -72,7 +72,9 @@ def test_records_read_back_from_chunks_equal_the_devices_own(chunk: int) -> None
         assert type(mine) is TaskRecord
 
 
-def test_a_task_spool_writes_nothing_for_an_empty_chunk_and_removes_its_runs(tmp_path: Path) -> None:
+def test_a_task_spool_keeps_its_newest_chunks_in_memory_writes_the_older_ones_and_removes_them(
+    tmp_path: Path,
+) -> None:
     cannrt.reset_runtime()
     cannrt.Device(0)
     with profile(chunk=4) as prof:
@@ -80,18 +82,31 @@ def test_a_task_spool_writes_nothing_for_an_empty_chunk_and_removes_its_runs(tmp
         for _ in range(10):
             stream.launch("nop")
         stream.synchronize()
-    (spool,) = prof._tasks.values()
-    assert isinstance(spool, TaskSpool) and spool.collected == 10 and len(spool.runs) == 3
-    assert [r.task_id for r in spool.sorted_records()] == sorted(r.task_id for r in prof.records)
-    spool.close()
-    assert spool.collected == 0 and not any(spool.directory.iterdir())
+    (kept,) = prof._tasks.values()
+    assert kept.collected == 10 and len(kept.runs) == 3 and kept.written == 0  # a short profile: no disk
+    expected = list(kept.sorted_records())
     cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    spool = TaskSpool(tmp_path / "spool", TASK_ORDER, chunk=4, memory_rows=4)
+    runtime.driver.trace_start(0, spool)
+    for _ in range(10):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    # chunks of 4, 4 and 2 rows: each one past 4 rows kept sends the oldest to disk
+    assert spool.collected == 10 and len(spool.runs) == 3 and spool.written == 2
+    assert len(list(spool.directory.iterdir())) == 4  # rows, marks and extras; layout and shapes
+    assert list(spool.sorted_records()) == expected
+    spool.close()
+    assert spool.collected == 0 and not spool.runs and not any(spool.directory.iterdir())
 
 
-def test_a_log_whose_buffer_grows_keeps_every_row_in_order() -> None:
+def test_a_log_handing_over_its_last_rows_at_the_stop_keeps_every_row_in_order() -> None:
     cannrt.reset_runtime()
     stream = cannrt.Device(0).stream()
-    tasks = 5000  # more rows than the log's first buffer holds, fewer than its chunk
+    tasks = 5000  # fewer than its chunk: the rows still kept go to the sink at the stop
     with profile(chunk=tasks + 1000) as prof:
         for _ in range(tasks):
             stream.launch("nop")
@@ -99,7 +114,7 @@ def test_a_log_whose_buffer_grows_keeps_every_row_in_order() -> None:
     (spool,) = prof._tasks.values()
     records = prof.records
     cannrt.reset_runtime()
-    assert len(spool.runs) == 1 and spool.collected == tasks  # the rows still kept went to disk at the stop
+    assert len(spool.runs) == 1 and spool.collected == tasks
     assert [r.task_id for r in records] == [i & 0xFFFF for i in range(tasks)]
     assert all(r.name == "nop" and len(r.blocks) == 1 and r.cores == (r.blocks[0][0],) for r in records)
     assert all(a.end_ns <= b.start_ns for a, b in pairwise(records))
