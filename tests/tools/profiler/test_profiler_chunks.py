@@ -14,8 +14,9 @@ import cannrt
 from cannrt.abi import SqeType, TaskRecord
 from cannrt.abi.records import TaskChunk
 from cannrt.api.profile import TASK_ORDER, profile
+from cannrt.device.records import TaskLog, task_record
 from cannrt.runtime.core import get_runtime
-from cannrt.tools.profiler.spool import TaskSpool
+from cannrt.tools.profiler.spool import ScratchDir, TaskSpool
 
 
 def workload() -> None:
@@ -148,3 +149,50 @@ def test_tracing_restarted_with_a_new_sink_hands_the_rows_kept_to_the_old_one_fi
     cannrt.reset_runtime()
     assert sum(c.tasks for c in first.chunks) == 7
     assert sum(c.tasks for c in second.chunks) == 3
+
+
+def test_a_scratch_folder_is_made_only_once_a_spool_writes_and_its_cleanup_removes_it() -> None:
+    scratch = ScratchDir()
+    root = scratch.path.parent
+    assert root.is_dir() and root.stat().st_mode & 0o777 == 0o700 and not scratch.path.exists()
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    spool = TaskSpool(scratch.sub("device_0"), TASK_ORDER, chunk=4, memory_rows=0)  # every chunk to disk
+    runtime.driver.trace_start(0, spool)
+    for _ in range(5):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert spool.written == len(spool.runs) == 2 and spool.directory.parent == scratch.path
+    assert [r.task_id for r in spool.sorted_records()] == list(range(5))
+    scratch.cleanup()
+    assert not scratch.path.exists() and root.is_dir()  # the process's root stays for later profiles
+
+
+def test_a_task_of_the_last_shape_with_other_blocks_gets_a_row_and_mark_of_its_own() -> None:
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    runtime.driver.trace_start(0)
+    for _ in range(4):
+        stream.launch("nop")
+    stream.synchronize()
+    log = runtime.driver._npu(0).timeline.records
+    assert log is not None
+    tasks = list(log.tasks)
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert len({id(t.sqe) for t in tasks}) == 1 and len({id(t.aux) for t in tasks}) == 1  # one shape
+    core, begin, finish = tasks[2].blocks[0]
+    tasks[2].blocks = ((core, begin, finish), (core + 1, begin, finish))  # not as its shape's first task
+    tasks[2].cores = (core, core + 1)
+    sink = ListSink()
+    other = TaskLog(0, sink)
+    for task in tasks:
+        other.append(task)
+    other.flush()
+    (chunk,) = sink.chunks
+    assert chunk.marks[:, 0].tolist() == [0, 2, 3]  # the first, the odd one, and the next one
+    assert list(chunk.in_order(2)) == [task_record(0, task) for task in tasks]

@@ -13,8 +13,10 @@ files are this process's own scratch data, written and read by it alone; they ar
 
 from __future__ import annotations
 
+import atexit
 import heapq
 import itertools
+import os
 import pickle
 import shutil
 import tempfile
@@ -255,17 +257,34 @@ def merged(spools: Sequence[RecordSpool | TaskSpool], key: Callable[[Any], Any])
 
 
 class ScratchDir:
-    """A temporary folder for a profile's runs, removed by `cleanup()` (or at interpreter exit)."""
+    """A folder for a profile's runs, inside this process's private temporary folder (made once,
+    mode 0700, removed at interpreter exit): it is made when a spool first writes there (a short
+    profile makes none) and removed by `cleanup()`."""
 
     _counter = itertools.count()
+    _root: tuple[int, Path] | None = None  # (the process that made it, the folder)
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="cannrt-prof-"))
+        self.path = self._process_root() / f"profile_{next(self._counter):06d}"
+
+    @classmethod
+    def _process_root(cls) -> Path:
+        if cls._root is None or cls._root[0] != os.getpid():  # none yet, or a forked child's parent's
+            root = Path(tempfile.mkdtemp(prefix="cannrt-prof-"))
+            cls._root = (os.getpid(), root)
+            atexit.register(_remove_root, os.getpid(), root)
+        return cls._root[1]
 
     def sub(self, name: str) -> Path:
-        """A subfolder for one spool."""
+        """A subfolder for one spool (made by the spool when it first writes)."""
         return self.path / f"{next(self._counter):03d}_{name}"
 
     def cleanup(self) -> None:
         """Remove the folder and everything in it."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _remove_root(pid: int, root: Path) -> None:
+    """At exit: the process's scratch root goes (not a forked child's: the folder is its parent's)."""
+    if os.getpid() == pid:
+        shutil.rmtree(root, ignore_errors=True)
