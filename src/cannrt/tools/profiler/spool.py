@@ -163,8 +163,8 @@ class TaskSpool:
         self.memory_rows = memory_rows
         self.runs: list[Path | TaskChunk] = []  # per chunk taken: its run on disk, or itself while in memory
         self.collected = 0  # task records taken
-        self.first, self.last = -1, 0  # earliest start_ns (-1: none), latest end_ns
-        self.starts: list[tuple[int, int]] = []  # per run: its earliest and latest start_ns
+        self._spans: list[tuple[int, int, int] | None] = []  # per run: earliest, latest start_ns, latest
+        # end_ns (worked out when first asked for, or when the run is written: not while collecting)
         self._kept: deque[int] = deque()  # indices in runs of the chunks in memory, oldest first
         self._kept_rows = 0
 
@@ -173,17 +173,36 @@ class TaskSpool:
         kept past the memory budget go to disk. Called with the device's lock held."""
         if not chunk.tasks:
             return
-        rows = chunk.rows
-        start, end = int(rows[:, 1].min()), int(rows[:, 2].max())
-        self.starts.append((start, int(rows[:, 1].max())))
-        self.first = start if self.first < 0 else min(self.first, start)
-        self.last = max(self.last, end)
         self.collected += chunk.tasks
+        self._spans.append(None)
         self._kept.append(len(self.runs))
         self.runs.append(chunk)
         self._kept_rows += chunk.tasks
         while self._kept and (self._kept_rows > self.memory_rows or len(self._kept) > MEMORY_CHUNKS):
             self._write(self._kept.popleft())
+
+    def _span(self, index: int) -> tuple[int, int, int]:
+        """A run's earliest and latest start_ns and latest end_ns."""
+        span = self._spans[index]
+        if span is None:
+            rows = self.read_chunk(self.runs[index]).rows
+            span = self._spans[index] = (int(rows[:, 1].min()), int(rows[:, 1].max()), int(rows[:, 2].max()))
+        return span
+
+    @property
+    def starts(self) -> list[tuple[int, int]]:
+        """Per run: its earliest and latest start_ns."""
+        return [self._span(i)[:2] for i in range(len(self.runs))]
+
+    @property
+    def first(self) -> int:
+        """The earliest start_ns taken (-1 if none)."""
+        return min((self._span(i)[0] for i in range(len(self.runs))), default=-1)
+
+    @property
+    def last(self) -> int:
+        """The latest end_ns taken."""
+        return max((self._span(i)[2] for i in range(len(self.runs))), default=0)
 
     @property
     def written(self) -> int:
@@ -195,6 +214,7 @@ class TaskSpool:
         layout and task shapes (`.pkl`)."""
         chunk = self.runs[index]
         assert isinstance(chunk, TaskChunk)
+        self._span(index)  # while its rows are at hand
         self.directory.mkdir(parents=True, exist_ok=True)
         run = self.directory / f"run_{index:06d}"
         with run.with_suffix(".bin").open("wb") as handle:
@@ -243,7 +263,7 @@ class TaskSpool:
                 run.with_suffix(".bin").unlink(missing_ok=True)
                 run.with_suffix(".pkl").unlink(missing_ok=True)
         self.runs.clear()
-        self.starts.clear()
+        self._spans.clear()
         self._kept.clear()
         self._kept_rows = 0
         self.collected = 0
