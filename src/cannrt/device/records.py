@@ -2,7 +2,7 @@
 
 A `TaskLog` with a sink writes each completed task at once as one fixed-size row of int64
 (`TASK_ROW`: ids, times and its one block; msprof's raw task data are fixed-size binary records)
-into a buffer of a chunk's rows (an anonymous mapping: zero pages until touched), so no Task
+into a buffer of a chunk's rows (an anonymous mapping, zeroed by the kernel), so no Task
 outlives its completion and no row is copied or moved before the sink has it. The rest of a record
 is made once per task shape (tasks whose decoded SQE and costing are the same objects) from the
 first task of that shape; a task of the last task's shape is one `pack_into`, and only a task of
@@ -30,6 +30,7 @@ KEPT_CHUNK = 1 << 62  # a log without a sink keeps every task until read
 ROW_BYTES = TASK_ROW.size
 MAX_ROWS = 1 << 20  # rows of one buffer at most (56 MiB of address space, touched as rows are written)
 _PACK = TASK_ROW.pack_into
+_MAP = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)  # (MAP_POPULATE: Linux)
 _UNKNOWN = object()  # no task's SQE or costing
 
 
@@ -114,9 +115,10 @@ class TaskLog:
 
     def _new_chunk(self) -> None:
         rows = min(self.chunk, MAX_ROWS) if self.sink is not None else 0
-        # an anonymous mapping: the kernel's zero pages until written (an allocator's calloc may
-        # clear a recycled block instead), unmapped once the chunk's last array goes
-        self._buffer: mmap.mmap | bytearray = mmap.mmap(-1, rows * ROW_BYTES) if rows else bytearray()
+        # an anonymous mapping, zeroed and mapped by the kernel in one call (not a page fault per
+        # page as rows are written; an allocator's calloc may clear a recycled block instead),
+        # unmapped once the chunk's last array goes
+        self._buffer: mmap.mmap | bytearray = mmap.mmap(-1, rows * ROW_BYTES, _MAP) if rows else bytearray()
         self._limit = rows * ROW_BYTES  # bytes of rows the buffer holds
         self._offset = 0  # bytes of rows written
         self._shapes: list[TaskRecord] = []  # the chunk's task shapes (prototype records)
