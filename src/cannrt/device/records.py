@@ -114,12 +114,8 @@ class TaskLog:
         self._new_chunk()
 
     def _new_chunk(self) -> None:
-        rows = min(self.chunk, MAX_ROWS) if self.sink is not None else 0
-        # an anonymous mapping, zeroed and mapped by the kernel in one call (not a page fault per
-        # page as rows are written; an allocator's calloc may clear a recycled block instead),
-        # unmapped once the chunk's last array goes
-        self._buffer: mmap.mmap | bytearray = mmap.mmap(-1, rows * ROW_BYTES, _MAP) if rows else bytearray()
-        self._limit = rows * ROW_BYTES  # bytes of rows the buffer holds
+        self._buffer: mmap.mmap | bytearray = bytearray()  # mapped by the chunk's first task (_add_other)
+        self._limit = 0  # bytes of rows the buffer holds
         self._offset = 0  # bytes of rows written
         self._shapes: list[TaskRecord] = []  # the chunk's task shapes (prototype records)
         self._known: dict[tuple[int, int], int] = {}  # (id(sqe), id(aux)) -> shape number
@@ -152,6 +148,12 @@ class TaskLog:
         if self.sink is None:
             self.tasks.append(task)
             return
+        if not self._limit:  # the chunk's first task (no shape is known before it)
+            # an anonymous mapping, zeroed and mapped by the kernel in one call (not a page fault
+            # per page as rows are written; an allocator's calloc may clear a recycled block
+            # instead), unmapped once the chunk's last array goes
+            self._limit = min(self.chunk, MAX_ROWS) * ROW_BYTES
+            self._buffer = mmap.mmap(-1, self._limit, _MAP)
         sqe, aux, blocks = task.sqe, task.aux, task.blocks
         alone = bool(task.status or task.discarded)  # a failed or discarded task is a shape of its own
         key = (id(sqe), id(aux))
