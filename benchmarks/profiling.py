@@ -4,7 +4,8 @@ Every figure is a ratio to a baseline measured in the same run:
 - a launch-bound workload (N `nop` launches on one stream, then a synchronize; its device opened
   before the clock starts and before the profile, which traces the devices open when it starts)
   and `cannrt demo`, each with profiling off and on, runs interleaved, the median and the fastest of
-  each (collection alone, and collection plus writing the msprof folder);
+  each and the median of each round's own ratio (collection alone, and collection plus writing the
+  msprof folder);
 - bytes of trace (msprof_<ts>.json) and of the whole folder per task of the launch-bound profile;
 - peak RSS, and RSS at the end of collection, of a child process that runs 1,000,000 empty tasks
   with profiling on (collecting, then writing) against one that runs them unprofiled, and the rate
@@ -12,8 +13,8 @@ Every figure is a ratio to a baseline measured in the same run:
 - per stage, CPU nanoseconds per task of collection as it is (each completed task packed into a
   row of the device's log, a chunk of rows to disk, read back) against the per-task path it
   replaced, run on the same tasks (a TaskRecord built per task, appended to a spool that sorts and
-  pickles them).
-Run: python3 benchmarks/profiling.py [--tasks N] [--repeats R] [--rss-tasks M]
+  pickles them); the rows go to disk at once here, where a profile keeps its newest chunks in memory.
+Run: python3 benchmarks/profiling.py [--tasks N] [--repeats R] [--demo-repeats D] [--rss-tasks M]
 """
 
 from __future__ import annotations
@@ -112,12 +113,15 @@ def interleaved(runs: dict[str, Callable[[], Callable[[], object]]], repeats: in
 
 
 def ratio_rows(label: str, times: dict[str, list[float]], on: str, goal: str) -> list[tuple[str, ...]]:
-    """Rows of one comparison: the medians, and the fastest runs (the shared machine's other
-    processes and the device worker's timing only ever add time to a run)."""
+    """Rows of one comparison: the medians, the fastest runs (the shared machine's other processes
+    and the device worker's timing only ever add time to a run), and the median of each round's
+    own ratio (its runs are adjacent: the machine's speed, which swings minute to minute, cancels)."""
     rows = []
     for how, pick in (("median", statistics.median), ("fastest", min)):
         off_s, on_s = pick(times["off"]), pick(times[on])
         rows.append((f"{label} ({how})", f"{off_s:.3f}", f"{on_s:.3f}", f"{on_s / off_s:.2f}x", goal))
+    paired = statistics.median(b / a for a, b in zip(times["off"], times[on], strict=True))
+    rows.append((f"{label} (median of each round's ratio)", "", "", f"{paired:.2f}x", goal))
     return rows
 
 
@@ -237,8 +241,8 @@ def stages(tasks: int, repeats: int) -> list[tuple[str, float, float]]:
             return spool
 
         def new_spool() -> TaskSpool:
-            spool = TaskSpool(os.path.join(root, f"new{next(made)}"), TASK_ORDER, tasks)
-            spool.add_chunk(chunk)
+            spool = TaskSpool(os.path.join(root, f"new{next(made)}"), TASK_ORDER, tasks, memory_rows=0)
+            spool.add_chunk(chunk)  # to disk at once (a profile keeps its newest chunks in memory)
             return spool
 
         build = (
@@ -263,7 +267,8 @@ def stages(tasks: int, repeats: int) -> list[tuple[str, float, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=20000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=15, help="rounds of the launch-bound runs")
+    parser.add_argument("--demo-repeats", type=int, default=5, help="rounds of the cannrt demo runs")
     parser.add_argument("--rss-tasks", type=int, default=1_000_000)
     parser.add_argument("--child", nargs=2, metavar=("TASKS", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -283,7 +288,7 @@ def main() -> None:
             },
             args.repeats,
         )
-        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, args.repeats)
+        demos = interleaved({"off": demo(None), "on": demo(os.path.join(root, "demo"))}, args.demo_repeats)
     label = f"launch-bound, {args.tasks} nop tasks (s)"
     goal = f"<= {GOAL_RATIO}x"
     for row in (
@@ -339,7 +344,7 @@ def main() -> None:
     per_stage = Table(title=f"collection stages, CPU ns per task over {chunk} completed nop tasks (median)")
     for column in ("stage", "per-task records (before)", "rows (now)", "ratio"):
         per_stage.add_column(column, justify="left" if column == "stage" else "right")
-    for name, before, now in stages(chunk, max(3, args.repeats)):
+    for name, before, now in stages(chunk, max(3, args.demo_repeats)):
         per_stage.add_row(name, f"{before:.0f}", f"{now:.0f}", f"{now / before:.2f}x")
     console.print(per_stage)
 

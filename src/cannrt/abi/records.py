@@ -100,9 +100,10 @@ class TaskRecord(NamedTuple):
 
 Ints = npt.NDArray[np.int64]
 SDMA = int(SqeType.SDMA)
-ROW_FIELDS = 9  # int64 per task in TaskChunk.rows
+ROW_FIELDS = 7  # int64 per task in TaskChunk.rows
 TASK_ROW = struct.Struct(f"={ROW_FIELDS}q")  # one row of TaskChunk.rows, as the device packs it
-NO_EXTRA = -1  # TaskChunk.rows' extra column of a task that is one plain block
+MARK_FIELDS = 4  # int64 per row of TaskChunk.marks
+NO_EXTRA = -1  # the extras index of a task that is one plain block
 
 
 class TaskChunk(NamedTuple):
@@ -110,12 +111,15 @@ class TaskChunk(NamedTuple):
     data are fixed-size binary records): one row of numbers per task, everything else once per
     task shape. Tasks of one shape (the launches of one kernel with the same arguments and costing,
     or one repeated copy or event) share a prototype TaskRecord, whose ids, times, cores and blocks
-    are not theirs."""
+    are not theirs. A row does not hold its task's shape: a run of tasks of one shape is written
+    one row each, after a mark that names the shape (`columns()`)."""
 
     device_id: int
-    rows: Ints  # (n, ROW_FIELDS): task id, start ns, end ns, doorbell ns, shape (index into shapes),
-    # then the task's one block (physical core, start ns, end ns; its cores are that one core) and
-    # NO_EXTRA, or 0, 0, 0 and where its blocks and cores start in `extras`
+    rows: Ints  # (n, ROW_FIELDS): task id, start ns, end ns, doorbell ns, then the task's one block
+    # (physical core, start ns, end ns; its cores are that one core), or 0, 0, 0 (see its extras)
+    marks: Ints  # (m, MARK_FIELDS), rows ascending: row, shape (index into shapes), where its blocks
+    # and cores start in `extras` (NO_EXTRA: its one block), and 1 if the rows after it up to the
+    # next mark of 1 are of its shape and one plain block each (0: that row alone)
     shapes: list[TaskRecord]
     extras: Ints  # per task that is not one plain block: its number of blocks b and of cores c,
     # then b (physical core or SDMA engine, start ns, end ns), then its c cores
@@ -125,26 +129,50 @@ class TaskChunk(NamedTuple):
         """Tasks in the chunk."""
         return int(self.rows.shape[0])
 
-    def order(self) -> Ints:
-        """Task indices in (start, stream, task id) order (one device per chunk)."""
+    def columns(self) -> tuple[Ints, Ints]:
+        """Each task's shape (index into shapes) and extras index (NO_EXTRA: one plain block)."""
+        count, marks = self.tasks, self.marks
+        numbers = np.zeros(count, np.int64)
+        runs = marks[marks[:, 3] != 0]
+        if len(runs):  # the rows before the first run are all marks of their own
+            numbers[runs[0, 0] :] = np.repeat(runs[:, 1], np.diff(runs[:, 0], append=count))
+        extra = np.full(count, NO_EXTRA, np.int64)
+        numbers[marks[:, 0]] = marks[:, 1]
+        extra[marks[:, 0]] = marks[:, 2]
+        return numbers, extra
+
+    def order(self, numbers: Ints) -> Ints:
+        """Task indices in (start, stream, task id) order (one device per chunk; numbers: the
+        shape column of `columns()`)."""
         streams = np.fromiter((p.stream_id for p in self.shapes), np.int64, len(self.shapes))
         rows = self.rows
-        return np.lexsort((rows[:, 0], streams[rows[:, 4]], rows[:, 1]))
+        return np.lexsort((rows[:, 0], streams[numbers], rows[:, 1]))
 
-    def records(self, indices: Ints, extras: list[int]) -> Iterator[TaskRecord]:
-        """The TaskRecords of the tasks at `indices` (extras: `self.extras.tolist()`). An SDMA
-        task's blocks are its engines over its whole time, as on the device."""
+    def in_order(self, batch: int) -> Iterator[TaskRecord]:
+        """Every TaskRecord of the chunk in (start, stream, task id) order, made `batch` at a time."""
+        numbers, extra = self.columns()
+        order, extras = self.order(numbers), self.extras.tolist()
+        for at in range(0, len(order), batch):
+            indices = order[at : at + batch]
+            yield from self.records(indices, numbers[indices].tolist(), extra[indices].tolist(), extras)
+
+    def records(self, indices: Ints, numbers: list[int], extra: list[int], extras: list[int]) -> Iterator[TaskRecord]:
+        """The TaskRecords of the tasks at `indices`, with their shapes and extras indices (of
+        `columns()`; extras: `self.extras.tolist()`). An SDMA task's blocks are its engines over its
+        whole time, as on the device."""
         shapes, make = self.shapes, tuple.__new__
-        for task_id, start, end, arrival, number, core, begin, finish, extra in self.rows[indices].tolist():
+        for (task_id, start, end, arrival, core, begin, finish), number, at_extra in zip(
+            self.rows[indices].tolist(), numbers, extra, strict=True
+        ):
             # the shape's fields (its own ids, times, cores and blocks are not the task's: _)
             (device, stream, _, sq, kind, name, dim, _, _, _, pipes, hit, read, written, status, _,
              args, outs, work, core_kind, _, copy, gone) = shapes[number]  # fmt: skip
-            if extra < 0:  # one block, and the cores its one core (the common case)
+            if at_extra < 0:  # one block, and the cores its one core (the common case)
                 used: tuple[int, ...] = (core,)
                 spans: tuple[tuple[int, int, int], ...] = ((core, begin, finish),)
             else:
-                count, at = extras[extra], extra + 2
-                used = tuple(extras[at + 3 * count : at + 3 * count + extras[extra + 1]])
+                count, at = extras[at_extra], at_extra + 2
+                used = tuple(extras[at + 3 * count : at + 3 * count + extras[at_extra + 1]])
                 if kind == SDMA:
                     spans = tuple((engine, start, end) for engine in used)
                 else:

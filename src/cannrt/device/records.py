@@ -1,22 +1,26 @@
 """What a tracing device keeps of its completed tasks, and the TaskRecords made from them.
 
-A `TaskLog` with a sink writes each completed task at once as one fixed-size row of int64 (`TASK_ROW`:
-ids, times, its shape's number and its one block; msprof's raw task data are fixed-size binary
-records) into a preallocated buffer, so no Task outlives its completion; the rest of a record is
-made once per task shape (tasks whose decoded SQE and costing are the same objects) from the first
-task of that shape. A full buffer goes to the sink as a `TaskChunk`. A log without a sink keeps its
-tasks until they are read (`records()`: a TaskRecord per task, the reference the chunks are tested
+A `TaskLog` with a sink writes each completed task at once as one fixed-size row of int64
+(`TASK_ROW`: ids, times and its one block; msprof's raw task data are fixed-size binary records)
+into a buffer of a chunk's rows (an anonymous mapping, zeroed by the kernel), so no Task
+outlives its completion and no row is copied or moved before the sink has it. The rest of a record
+is made once per task shape (tasks whose decoded SQE and costing are the same objects) from the
+first task of that shape; a task of the last task's shape is one `pack_into`, and only a task of
+another shape leaves a mark saying which shape the rows from there on are. A full buffer goes to
+the sink as a `TaskChunk`, and the next chunk gets a new one. A log without a sink keeps its tasks
+until they are read (`records()`: a TaskRecord per task, the reference the chunks are tested
 against).
 """
 
 from __future__ import annotations
 
+import mmap
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from cannrt.abi import RECORD_MEMSET, KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
-from cannrt.abi.records import NO_EXTRA, ROW_FIELDS, TASK_ROW, TaskChunk, TaskSink
+from cannrt.abi.records import MARK_FIELDS, NO_EXTRA, ROW_FIELDS, TASK_ROW, TaskChunk, TaskSink
 
 if TYPE_CHECKING:
     from cannrt.abi import Work
@@ -24,7 +28,9 @@ if TYPE_CHECKING:
 
 KEPT_CHUNK = 1 << 62  # a log without a sink keeps every task until read
 ROW_BYTES = TASK_ROW.size
-FIRST_ROWS = 4096  # rows the buffer holds at first (it doubles up to the chunk as it fills)
+MAX_ROWS = 1 << 20  # rows of one buffer at most (56 MiB of address space, touched as rows are written)
+_PACK = TASK_ROW.pack_into
+_MAP = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)  # (MAP_POPULATE: Linux)
 _UNKNOWN = object()  # no task's SQE or costing
 
 
@@ -90,9 +96,8 @@ class TaskLog:
         "_held",
         "_known",
         "_limit",
+        "_marks",
         "_offset",
-        "_pack",
-        "_shape",
         "_shapes",
         "_sqe",
         "chunk",
@@ -106,42 +111,49 @@ class TaskLog:
         self.sink = sink
         self.chunk = max(1, sink.chunk) if sink is not None else KEPT_CHUNK
         self.tasks: list[Task] = []  # kept (no sink)
-        self._buffer = bytearray(ROW_BYTES * min(self.chunk, FIRST_ROWS) if sink is not None else 0)
-        self._limit = len(self._buffer)  # bytes of rows the buffer holds
-        self._offset = 0  # bytes of rows written
-        self._pack = TASK_ROW.pack_into
         self._new_chunk()
 
     def _new_chunk(self) -> None:
+        self._buffer: mmap.mmap | bytearray = bytearray()  # mapped by the chunk's first task (_add_other)
+        self._limit = 0  # bytes of rows the buffer holds
+        self._offset = 0  # bytes of rows written
         self._shapes: list[TaskRecord] = []  # the chunk's task shapes (prototype records)
         self._known: dict[tuple[int, int], int] = {}  # (id(sqe), id(aux)) -> shape number
         self._held: list[object] = []  # the SQEs and costings of the shapes (their ids stay theirs)
         self._extras: list[int] = []  # blocks and cores of the tasks that are not one plain block
-        self._sqe: object = _UNKNOWN  # the shape of the last task: its SQE, costing and number
-        self._aux: object = _UNKNOWN
-        self._shape = -1
+        self._marks: list[int] = []  # TaskChunk.marks, flat
+        self._sqe: object = _UNKNOWN  # the shape the next rows are written at once for: its SQE
+        self._aux: object = _UNKNOWN  # and costing (those of the last task, if one plain block)
 
     def append(self, task: Task) -> None:
-        """A task completed (device lock held): its row now, or (no sink) the task kept."""
-        blocks = task.blocks
-        if task.sqe is not self._sqe or task.aux is not self._aux or len(blocks) != 1 or task.status or task.discarded:
+        """A task completed (device lock held): its row now, at once if it is of the last task's
+        shape (and one block, as that one was), or (no sink) the task kept."""
+        if task.sqe is not self._sqe or task.aux is not self._aux or task.status or task.discarded:
             self._add_other(task)  # (a log without a sink never knows a shape: always here)
             return
-        core, begin, finish = blocks[0]
+        try:
+            ((core, begin, finish),) = task.blocks
+        except ValueError:  # other blocks than its shape's first task had (a shape fixes its blocks)
+            self._add_other(task)
+            return
         offset = self._offset
-        self._pack(
-            self._buffer, offset, task.task_id, task.start_ns, task.end_ns, task.arrival_ns, self._shape,
-            core, begin, finish, NO_EXTRA,
-        )  # fmt: skip
+        _PACK(self._buffer, offset, task.task_id, task.start_ns, task.end_ns, task.arrival_ns, core, begin, finish)
         self._offset = offset = offset + ROW_BYTES
         if offset >= self._limit:
-            self._full()
+            self.flush()
 
     def _add_other(self, task: Task) -> None:
-        """The row of a task of another shape than the last, or that is not one plain block."""
+        """The row and mark of a task of another shape than the last, or that is not one plain
+        block: the rows after it are written at once while of its shape, if it is one plain block."""
         if self.sink is None:
             self.tasks.append(task)
             return
+        if not self._limit:  # the chunk's first task (no shape is known before it)
+            # an anonymous mapping, zeroed and mapped by the kernel in one call (not a page fault
+            # per page as rows are written; an allocator's calloc may clear a recycled block
+            # instead), unmapped once the chunk's last array goes
+            self._limit = min(self.chunk, MAX_ROWS) * ROW_BYTES
+            self._buffer = mmap.mmap(-1, self._limit, _MAP)
         sqe, aux, blocks = task.sqe, task.aux, task.blocks
         alone = bool(task.status or task.discarded)  # a failed or discarded task is a shape of its own
         key = (id(sqe), id(aux))
@@ -152,40 +164,32 @@ class TaskLog:
             if not alone:
                 self._known[key] = number
                 self._held.append((sqe, aux))
-        if not alone:
-            self._sqe, self._aux, self._shape = sqe, aux, number
-        row = (task.task_id, task.start_ns, task.end_ns, task.arrival_ns, number)
-        if len(blocks) == 1 and not alone:
-            self._pack(self._buffer, self._offset, *row, *blocks[0], NO_EXTRA)
+        plain = len(blocks) == 1 and not alone
+        self._sqe, self._aux = (sqe, aux) if plain else (_UNKNOWN, _UNKNOWN)
+        row, times = self._offset // ROW_BYTES, (task.task_id, task.start_ns, task.end_ns, task.arrival_ns)
+        if plain:
+            _PACK(self._buffer, self._offset, *times, *blocks[0])
+            self._marks += (row, number, NO_EXTRA, 1)
         else:
             extras = self._extras
-            self._pack(self._buffer, self._offset, *row, 0, 0, 0, len(extras))
+            _PACK(self._buffer, self._offset, *times, 0, 0, 0)
+            self._marks += (row, number, len(extras), 0)
             extras += (len(blocks), len(task.cores))
             for block in blocks:
                 extras += block
             extras += task.cores
         self._offset += ROW_BYTES
         if self._offset >= self._limit:
-            self._full()
-
-    def _full(self) -> None:
-        """The buffer is full: grow it up to the chunk, or hand the chunk to the sink."""
-        rows = self._limit // ROW_BYTES
-        if rows < self.chunk:
-            grown = min(2 * rows, self.chunk) * ROW_BYTES
-            self._buffer += bytes(grown - self._limit)
-            self._limit = grown
-        else:
             self.flush()
 
     def flush(self) -> None:
-        """Hand the rows kept to the sink (if any)."""
+        """Hand the rows kept to the sink (if any): the buffer itself, not a copy."""
         count = self._offset // ROW_BYTES
         if self.sink is None or not count:
             return
-        rows = np.frombuffer(self._buffer, np.int64, count * ROW_FIELDS).reshape(count, ROW_FIELDS).copy()
-        chunk = TaskChunk(self.device_id, rows, self._shapes, np.array(self._extras, np.int64))
-        self._offset = 0
+        rows = np.frombuffer(self._buffer, np.int64, count * ROW_FIELDS).reshape(count, ROW_FIELDS)
+        marks = np.array(self._marks, np.int64).reshape(-1, MARK_FIELDS)
+        chunk = TaskChunk(self.device_id, rows, marks, self._shapes, np.array(self._extras, np.int64))
         self._new_chunk()
         self.sink.add_chunk(chunk)
 

@@ -14,8 +14,9 @@ import cannrt
 from cannrt.abi import SqeType, TaskRecord
 from cannrt.abi.records import TaskChunk
 from cannrt.api.profile import TASK_ORDER, profile
+from cannrt.device.records import TaskLog, task_record
 from cannrt.runtime.core import get_runtime
-from cannrt.tools.profiler.spool import TaskSpool
+from cannrt.tools.profiler.spool import ScratchDir, TaskSpool
 
 
 def workload() -> None:
@@ -72,7 +73,9 @@ def test_records_read_back_from_chunks_equal_the_devices_own(chunk: int) -> None
         assert type(mine) is TaskRecord
 
 
-def test_a_task_spool_writes_nothing_for_an_empty_chunk_and_removes_its_runs(tmp_path: Path) -> None:
+def test_a_task_spool_keeps_its_newest_chunks_in_memory_writes_the_older_ones_and_removes_them(
+    tmp_path: Path,
+) -> None:
     cannrt.reset_runtime()
     cannrt.Device(0)
     with profile(chunk=4) as prof:
@@ -80,18 +83,31 @@ def test_a_task_spool_writes_nothing_for_an_empty_chunk_and_removes_its_runs(tmp
         for _ in range(10):
             stream.launch("nop")
         stream.synchronize()
-    (spool,) = prof._tasks.values()
-    assert isinstance(spool, TaskSpool) and spool.collected == 10 and len(spool.runs) == 3
-    assert [r.task_id for r in spool.sorted_records()] == sorted(r.task_id for r in prof.records)
-    spool.close()
-    assert spool.collected == 0 and not any(spool.directory.iterdir())
+    (kept,) = prof._tasks.values()
+    assert kept.collected == 10 and len(kept.runs) == 3 and kept.written == 0  # a short profile: no disk
+    expected = list(kept.sorted_records())
     cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    spool = TaskSpool(tmp_path / "spool", TASK_ORDER, chunk=4, memory_rows=4)
+    runtime.driver.trace_start(0, spool)
+    for _ in range(10):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    # chunks of 4, 4 and 2 rows: each one past 4 rows kept sends the oldest to disk
+    assert spool.collected == 10 and len(spool.runs) == 3 and spool.written == 2
+    assert len(list(spool.directory.iterdir())) == 4  # rows, marks and extras; layout and shapes
+    assert list(spool.sorted_records()) == expected
+    spool.close()
+    assert spool.collected == 0 and not spool.runs and not any(spool.directory.iterdir())
 
 
-def test_a_log_whose_buffer_grows_keeps_every_row_in_order() -> None:
+def test_a_log_handing_over_its_last_rows_at_the_stop_keeps_every_row_in_order() -> None:
     cannrt.reset_runtime()
     stream = cannrt.Device(0).stream()
-    tasks = 5000  # more rows than the log's first buffer holds, fewer than its chunk
+    tasks = 5000  # fewer than its chunk: the rows still kept go to the sink at the stop
     with profile(chunk=tasks + 1000) as prof:
         for _ in range(tasks):
             stream.launch("nop")
@@ -99,7 +115,7 @@ def test_a_log_whose_buffer_grows_keeps_every_row_in_order() -> None:
     (spool,) = prof._tasks.values()
     records = prof.records
     cannrt.reset_runtime()
-    assert len(spool.runs) == 1 and spool.collected == tasks  # the rows still kept went to disk at the stop
+    assert len(spool.runs) == 1 and spool.collected == tasks
     assert [r.task_id for r in records] == [i & 0xFFFF for i in range(tasks)]
     assert all(r.name == "nop" and len(r.blocks) == 1 and r.cores == (r.blocks[0][0],) for r in records)
     assert all(a.end_ns <= b.start_ns for a, b in pairwise(records))
@@ -133,3 +149,50 @@ def test_tracing_restarted_with_a_new_sink_hands_the_rows_kept_to_the_old_one_fi
     cannrt.reset_runtime()
     assert sum(c.tasks for c in first.chunks) == 7
     assert sum(c.tasks for c in second.chunks) == 3
+
+
+def test_a_scratch_folder_is_made_only_once_a_spool_writes_and_its_cleanup_removes_it() -> None:
+    scratch = ScratchDir()
+    root = scratch.path.parent
+    assert root.is_dir() and root.stat().st_mode & 0o777 == 0o700 and not scratch.path.exists()
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    spool = TaskSpool(scratch.sub("device_0"), TASK_ORDER, chunk=4, memory_rows=0)  # every chunk to disk
+    runtime.driver.trace_start(0, spool)
+    for _ in range(5):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert spool.written == len(spool.runs) == 2 and spool.directory.parent == scratch.path
+    assert [r.task_id for r in spool.sorted_records()] == list(range(5))
+    scratch.cleanup()
+    assert not scratch.path.exists() and root.is_dir()  # the process's root stays for later profiles
+
+
+def test_a_task_of_the_last_shape_with_other_blocks_gets_a_row_and_mark_of_its_own() -> None:
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    runtime.driver.trace_start(0)
+    for _ in range(4):
+        stream.launch("nop")
+    stream.synchronize()
+    log = runtime.driver._npu(0).timeline.records
+    assert log is not None
+    tasks = list(log.tasks)
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert len({id(t.sqe) for t in tasks}) == 1 and len({id(t.aux) for t in tasks}) == 1  # one shape
+    core, begin, finish = tasks[2].blocks[0]
+    tasks[2].blocks = ((core, begin, finish), (core + 1, begin, finish))  # not as its shape's first task
+    tasks[2].cores = (core, core + 1)
+    sink = ListSink()
+    other = TaskLog(0, sink)
+    for task in tasks:
+        other.append(task)
+    other.flush()
+    (chunk,) = sink.chunks
+    assert chunk.marks[:, 0].tolist() == [0, 2, 3]  # the first, the odd one, and the next one
+    assert list(chunk.in_order(2)) == [task_record(0, task) for task in tasks]
