@@ -28,10 +28,22 @@ if TYPE_CHECKING:
 
 KEPT_CHUNK = 1 << 62  # a log without a sink keeps every task until read
 ROW_BYTES = TASK_ROW.size
-MAX_ROWS = 1 << 20  # rows of one buffer at most (56 MiB of address space, touched as rows are written)
+MAX_ROWS = 1 << 20  # rows of one buffer at most (56 MiB of address space)
+POPULATED_ROWS = 1 << 14  # buffers up to this many rows are mapped in at once, larger ones page by page
 _PACK = TASK_ROW.pack_into
-_MAP = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)  # (MAP_POPULATE: Linux)
+_ANONYMOUS = getattr(mmap, "MAP_ANONYMOUS", None)  # POSIX; elsewhere a bytearray holds the rows
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)  # Linux
 _UNKNOWN = object()  # no task's SQE or costing
+
+
+def _row_buffer(size: int, populate: bool) -> mmap.mmap | bytearray:
+    """A zeroed buffer for size bytes of rows: an anonymous private mapping, mapped in by the
+    kernel in one call when `populate` (not a page fault per page as rows are written; an
+    allocator's calloc may clear a recycled block instead), unmapped once the chunk's last array
+    goes; a bytearray where the platform has no anonymous mappings."""
+    if _ANONYMOUS is None:
+        return bytearray(size)
+    return mmap.mmap(-1, size, mmap.MAP_PRIVATE | _ANONYMOUS | (_POPULATE if populate else 0))
 
 
 def task_name(sqe_type: int) -> str:
@@ -149,11 +161,9 @@ class TaskLog:
             self.tasks.append(task)
             return
         if not self._limit:  # the chunk's first task (no shape is known before it)
-            # an anonymous mapping, zeroed and mapped by the kernel in one call (not a page fault
-            # per page as rows are written; an allocator's calloc may clear a recycled block
-            # instead), unmapped once the chunk's last array goes
-            self._limit = min(self.chunk, MAX_ROWS) * ROW_BYTES
-            self._buffer = mmap.mmap(-1, self._limit, _MAP)
+            rows = min(self.chunk, MAX_ROWS)
+            self._limit = rows * ROW_BYTES
+            self._buffer = _row_buffer(self._limit, rows <= POPULATED_ROWS)
         sqe, aux, blocks = task.sqe, task.aux, task.blocks
         alone = bool(task.status or task.discarded)  # a failed or discarded task is a shape of its own
         key = (id(sqe), id(aux))
@@ -183,11 +193,14 @@ class TaskLog:
             self.flush()
 
     def flush(self) -> None:
-        """Hand the rows kept to the sink (if any): the buffer itself, not a copy."""
+        """Hand the rows kept to the sink (if any): the buffer itself, or a copy of its rows when
+        they fill less than half of it (so a chunk holds no more memory than twice its rows)."""
         count = self._offset // ROW_BYTES
         if self.sink is None or not count:
             return
         rows = np.frombuffer(self._buffer, np.int64, count * ROW_FIELDS).reshape(count, ROW_FIELDS)
+        if 2 * count * ROW_BYTES < self._limit:  # mostly unused (a short run, a stop): keep only the rows
+            rows = rows.copy()
         marks = np.array(self._marks, np.int64).reshape(-1, MARK_FIELDS)
         chunk = TaskChunk(self.device_id, rows, marks, self._shapes, np.array(self._extras, np.int64))
         self._new_chunk()

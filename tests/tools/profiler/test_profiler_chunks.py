@@ -4,6 +4,7 @@ event tasks, callbacks, a failed kernel and tasks discarded after it)."""
 
 from __future__ import annotations
 
+import os
 from itertools import pairwise
 from pathlib import Path
 
@@ -196,3 +197,55 @@ def test_a_task_of_the_last_shape_with_other_blocks_gets_a_row_and_mark_of_its_o
     (chunk,) = sink.chunks
     assert chunk.marks[:, 0].tolist() == [0, 2, 3]  # the first, the odd one, and the next one
     assert list(chunk.in_order(2)) == [task_record(0, task) for task in tasks]
+
+
+def _held_bytes(rows: np.ndarray) -> int:
+    """Bytes of memory a chunk's rows keep alive: their own, or the whole buffer they view."""
+    base: object = rows
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    return base.nbytes if isinstance(base, np.ndarray) else memoryview(base).nbytes  # type: ignore[arg-type]
+
+
+def test_a_chunk_cut_short_holds_its_rows_not_the_whole_buffer() -> None:
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    sink = ListSink()
+    sink.chunk = 1 << 20  # a buffer of 56 MiB of rows for each chunk
+    for _ in range(3):  # tracing restarted: each chunk handed over after a few rows
+        runtime.driver.trace_start(0, sink)
+        for _ in range(7):
+            stream.launch("nop")
+        stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert [c.tasks for c in sink.chunks] == [7, 7, 7]
+    assert all(_held_bytes(c.rows) <= 2 * c.rows.nbytes for c in sink.chunks)
+    full = ListSink()
+    full.chunk = 4
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    runtime.driver.trace_start(0, full)
+    for _ in range(8):
+        stream.launch("nop")
+    stream.synchronize()
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert [c.tasks for c in full.chunks] == [4, 4] and all(_held_bytes(c.rows) == c.rows.nbytes for c in full.chunks)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_cleaning_up_its_copy_leaves_the_parents_scratch_folder() -> None:
+    scratch = ScratchDir()
+    scratch.path.mkdir(parents=True)
+    (scratch.path / "run_000000.bin").write_bytes(b"rows")
+    child = os.fork()
+    if child == 0:  # the child: its copy of the profile is collected
+        scratch.cleanup()
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (scratch.path / "run_000000.bin").read_bytes() == b"rows"
+    scratch.cleanup()
+    assert not scratch.path.exists()

@@ -286,6 +286,7 @@ class ScratchDir:
 
     def __init__(self) -> None:
         self.path = self._process_root() / f"profile_{next(self._counter):06d}"
+        self._pid = os.getpid()  # a forked child's copy of this object must not remove it
 
     @classmethod
     def _process_root(cls) -> Path:
@@ -300,8 +301,10 @@ class ScratchDir:
         return self.path / f"{next(self._counter):03d}_{name}"
 
     def cleanup(self) -> None:
-        """Remove the folder and everything in it."""
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Remove the folder and everything in it (only in the process that made it: a forked
+        child that collects its copy of the profile leaves the parent's runs alone)."""
+        if os.getpid() == self._pid:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def _remove_root(pid: int, root: Path) -> None:
