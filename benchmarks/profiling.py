@@ -101,10 +101,12 @@ def demo(output: str | None) -> Callable[[], Callable[[], object]]:
 
 def interleaved(runs: dict[str, Callable[[], Callable[[], object]]], repeats: int) -> dict[str, list[float]]:
     """Wall seconds of each run (made by its setup on a fresh runtime, from a collected heap), the
-    runs taking turns."""
+    runs taking turns, in reverse order every other round (whatever the run before leaves behind
+    falls on each run alike)."""
     times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, setup in runs.items():
+    for round_ in range(repeats):
+        order = list(runs.items())
+        for name, setup in order if round_ % 2 == 0 else order[::-1]:
             cannrt.reset_runtime()
             run = setup()
             gc.collect()  # the garbage of the run before is not collected during this one
@@ -115,7 +117,8 @@ def interleaved(runs: dict[str, Callable[[], Callable[[], object]]], repeats: in
 def ratio_rows(label: str, times: dict[str, list[float]], on: str, goal: str) -> list[tuple[str, ...]]:
     """Rows of one comparison: the medians, the fastest runs (the shared machine's other processes
     and the device worker's timing only ever add time to a run), and the median of each round's
-    own ratio (its runs are adjacent: the machine's speed, which swings minute to minute, cancels)."""
+    own ratio (its runs are adjacent: the machine's speed, which swings minute to minute, cancels;
+    the goal is judged on the median row, as before this row existed)."""
     rows = []
     for how, pick in (("median", statistics.median), ("fastest", min)):
         off_s, on_s = pick(times["off"]), pick(times[on])
