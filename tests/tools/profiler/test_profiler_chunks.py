@@ -45,6 +45,13 @@ def workload() -> None:
         failing.synchronize()
 
 
+def nops(stream: cannrt.Stream, count: int) -> None:
+    """count empty kernels on stream, synchronised."""
+    for _ in range(count):
+        stream.launch("nop")
+    stream.synchronize()
+
+
 def one_by_one() -> list[TaskRecord]:
     """The device's own records (no sink: task_record per task)."""
     cannrt.reset_runtime()
@@ -81,9 +88,7 @@ def test_a_task_spool_keeps_its_newest_chunks_in_memory_writes_the_older_ones_an
     cannrt.Device(0)
     with profile(chunk=4) as prof:
         stream = cannrt.Device(0).stream()
-        for _ in range(10):
-            stream.launch("nop")
-        stream.synchronize()
+        nops(stream, 10)
     (kept,) = prof._tasks.values()
     assert kept.collected == 10 and len(kept.runs) == 3 and kept.written == 0  # a short profile: no disk
     expected = list(kept.sorted_records())
@@ -92,9 +97,7 @@ def test_a_task_spool_keeps_its_newest_chunks_in_memory_writes_the_older_ones_an
     stream = cannrt.Device(0).stream()
     spool = TaskSpool(tmp_path / "spool", TASK_ORDER, chunk=4, memory_rows=4)
     runtime.driver.trace_start(0, spool)
-    for _ in range(10):
-        stream.launch("nop")
-    stream.synchronize()
+    nops(stream, 10)
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     # chunks of 4, 4 and 2 rows: each one past 4 rows kept sends the oldest to disk
@@ -110,9 +113,7 @@ def test_a_log_handing_over_its_last_rows_at_the_stop_keeps_every_row_in_order()
     stream = cannrt.Device(0).stream()
     tasks = 5000  # fewer than its chunk: the rows still kept go to the sink at the stop
     with profile(chunk=tasks + 1000) as prof:
-        for _ in range(tasks):
-            stream.launch("nop")
-        stream.synchronize()
+        nops(stream, tasks)
     (spool,) = prof._tasks.values()
     records = prof.records
     cannrt.reset_runtime()
@@ -139,13 +140,9 @@ def test_tracing_restarted_with_a_new_sink_hands_the_rows_kept_to_the_old_one_fi
     stream = cannrt.Device(0).stream()
     first, second = ListSink(), ListSink()
     runtime.driver.trace_start(0, first)
-    for _ in range(7):
-        stream.launch("nop")
-    stream.synchronize()
+    nops(stream, 7)
     runtime.driver.trace_start(0, second)
-    for _ in range(3):
-        stream.launch("nop")
-    stream.synchronize()
+    nops(stream, 3)
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     assert sum(c.tasks for c in first.chunks) == 7
@@ -161,9 +158,7 @@ def test_a_scratch_folder_is_made_only_once_a_spool_writes_and_its_cleanup_remov
     stream = cannrt.Device(0).stream()
     spool = TaskSpool(scratch.sub("device_0"), TASK_ORDER, chunk=4, memory_rows=0)  # every chunk to disk
     runtime.driver.trace_start(0, spool)
-    for _ in range(5):
-        stream.launch("nop")
-    stream.synchronize()
+    nops(stream, 5)
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     assert spool.written == len(spool.runs) == 2 and spool.directory.parent == scratch.path
@@ -177,9 +172,7 @@ def test_a_task_of_the_last_shape_with_other_blocks_gets_a_row_and_mark_of_its_o
     runtime = get_runtime()
     stream = cannrt.Device(0).stream()
     runtime.driver.trace_start(0)
-    for _ in range(4):
-        stream.launch("nop")
-    stream.synchronize()
+    nops(stream, 4)
     log = runtime.driver._npu(0).timeline.records
     assert log is not None
     tasks = list(log.tasks)
@@ -215,9 +208,7 @@ def test_a_chunk_cut_short_holds_its_rows_not_the_whole_buffer() -> None:
     sink.chunk = 1 << 20  # a buffer of 56 MiB of rows for each chunk
     for _ in range(3):  # tracing restarted: each chunk handed over after a few rows
         runtime.driver.trace_start(0, sink)
-        for _ in range(7):
-            stream.launch("nop")
-        stream.synchronize()
+        nops(stream, 7)
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     assert [c.tasks for c in sink.chunks] == [7, 7, 7]
@@ -227,9 +218,7 @@ def test_a_chunk_cut_short_holds_its_rows_not_the_whole_buffer() -> None:
     runtime = get_runtime()
     stream = cannrt.Device(0).stream()
     runtime.driver.trace_start(0, full)
-    for _ in range(8):
-        stream.launch("nop")
-    stream.synchronize()
+    nops(stream, 8)
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     assert [c.tasks for c in full.chunks] == [4, 4] and all(_held_bytes(c.rows) == c.rows.nbytes for c in full.chunks)

@@ -51,29 +51,21 @@ def plan(
     """`_cut` of these arguments and the current tunables, remembered per distinct tuple (every
     launch of a model's convolution plans the same items)."""
     tunables = (blas.SPLIT_FLOPS, BAND_BYTES, SINGLE_BANDS, MIN_BAND_PIXELS, MIN_CHANNEL_PART)
-    return _cut(n, group, mg, cg, out, taps, itemsize, pointwise, by_taps, share, tunables)
+    return _cut((n, group, mg, cg, out, taps, itemsize, pointwise, by_taps, share), tunables)
+
+
+Conv = tuple[int, int, int, int, tuple[int, ...], int, int, bool, bool, bool]  # plan's arguments
 
 
 @functools.lru_cache(maxsize=1024)
-def _cut(
-    n: int,
-    group: int,
-    mg: int,
-    cg: int,
-    out: tuple[int, ...],
-    taps: int,
-    itemsize: int,
-    pointwise: bool,
-    by_taps: bool,
-    share: bool,
-    tunables: tuple[float, int, int, int, int],
-) -> tuple[Item, ...]:
+def _cut(conv: Conv, tunables: tuple[float, int, int, int, int]) -> tuple[Item, ...]:
     """The items of a convolution. Large products are cut into row bands (of about BAND_BYTES
     of im2col, two for the per-tap products; when shared with the helper thread, an even count
     when there is one image and group, so both host threads get the same share); when such
     bands would be thinner than MIN_BAND_PIXELS, into two halves of the output channels
     (pointwise: the im2col matrix is x) or of the input channels (each half builds its own
     im2col rows; partial sums). Not shared (blas.shares), they are not cut for the threads."""
+    n, group, mg, cg, out, taps, itemsize, pointwise, by_taps, share = conv
     split_flops, band_bytes, single_bands, min_band_pixels, min_channel_part = tunables
     rest = math.prod(out[1:])
     pixels = out[0] * rest
