@@ -22,7 +22,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> None:
 def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(half, "PARALLEL_MIN", 1 << 40 if request.param == "serial" else 1)
     monkeypatch.setattr(half, "SLAB", 4096)
-    monkeypatch.setattr(half, "NUMPY_BELOW", 0)  # the numba loops even for the few edge values
+    monkeypatch.setattr(half, "FP16_NUMPY_BELOW", 0)  # the numba loops even for the few edge values
     return str(request.param)
 
 
@@ -72,7 +72,7 @@ def test_small_arrays_convert_through_numpy_and_equal_the_numba_loops(monkeypatc
     with np.errstate(all="ignore"):
         half.narrow_into(small, values)
     half.widen_into(wide, small)
-    monkeypatch.setattr(half, "NUMPY_BELOW", 0)
+    monkeypatch.setattr(half, "FP16_NUMPY_BELOW", 0)
     looped, looped_wide = np.empty_like(small), np.empty_like(wide)
     half.narrow_into(looped, values)
     half.widen_into(looped_wide, looped)

@@ -13,7 +13,7 @@ import numpy as np
 
 from cannrt.abi import CoreKind, TensorArg, Work, tensor_nbytes
 from cannrt.dtypes import numpy_dtype
-from cannrt.kernels.casting import cast_into
+from cannrt.kernels.casting import FP16_NUMPY_BELOW, cast_into
 from cannrt.kernels.registry import (
     ArgSpecs,
     Kernel,
@@ -192,9 +192,19 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     elif kind == "b":  # int8
         out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)
     elif out_kind == "f":  # accumulate straight into the fp32 output
-        _product_into(a.astype(np.float32), b.astype(np.float32), out)
-    else:
-        out[...] = np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(out.dtype)
+        _product_into(_fp32(a), _fp32(b), out)
+    else:  # numpy's cast to out (an overflow into fp16 raises the float flag overflow detection reads)
+        out[...] = np.matmul(_fp32(a), _fp32(b)).astype(out.dtype)
+
+
+def _fp32(x: np.ndarray) -> np.ndarray:
+    """x in fp32 for the cube's accumulator: fp16 arrays of FP16_NUMPY_BELOW elements or more
+    through kernels/nn/half.py's vectorised loops (numpy converts fp16 one element at a time)."""
+    if x.dtype.char != "e" or x.size < FP16_NUMPY_BELOW:
+        return x.astype(np.float32)
+    from cannrt.kernels.nn.half import widen  # kernels.nn imports this module: not at its top
+
+    return widen(x)
 
 
 def _product_into(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:

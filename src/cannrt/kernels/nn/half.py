@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from cannrt.kernels.casting import FP16_NUMPY_BELOW
 from cannrt.kernels.nn import blas
 from cannrt.kernels.nn.jit import jit
 
@@ -22,7 +23,6 @@ F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 TABLE = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
 SLAB = 1 << 18  # elements per item of a parallel conversion
 PARALLEL_MIN = 1 << 19  # arrays at least this large are converted on both threads
-NUMPY_BELOW = 1024  # smaller arrays: numpy's scalar loop costs less than a numba call's ~2-3 us
 
 
 @jit
@@ -199,14 +199,14 @@ def _run(function: Callable[..., None], arrays: tuple[np.ndarray, ...], pass_bit
 def _loops_take(source: np.ndarray, from_dtype: np.dtype, target: np.ndarray, to_dtype: np.dtype) -> bool:
     """The numba loops convert source into target: the dtypes they convert, one shape, not a
     small array, both viewable as rows."""
-    if source.size < NUMPY_BELOW or source.dtype != from_dtype or target.dtype != to_dtype:
+    if source.size < FP16_NUMPY_BELOW or source.dtype != from_dtype or target.dtype != to_dtype:
         return False
     return source.shape == target.shape and _viewable(source) and _viewable(target)
 
 
 def widen(x: np.ndarray) -> np.ndarray:
     """An fp16 array as a new fp32 array of its shape (other dtypes: x.astype(fp32, copy=False))."""
-    if x.dtype != F16 or x.size < NUMPY_BELOW or not _viewable(x):
+    if x.dtype != F16 or x.size < FP16_NUMPY_BELOW or not _viewable(x):
         return x.astype(F32, copy=False)
     out = np.empty(x.shape, F32)
     widen_into(out, x)
