@@ -192,7 +192,10 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     elif kind == "b":  # int8
         out[...] = np.matmul(a.astype(np.int32), b.astype(np.int32)).astype(out.dtype)
     elif out_kind == "f":  # accumulate straight into the fp32 output
-        _product_into(_fp32(a), _fp32(b), out)
+        if a.size < FP16_NUMPY_BELOW and b.size < FP16_NUMPY_BELOW:  # small (the common launch): no call
+            _product_into(a.astype(np.float32), b.astype(np.float32), out)
+        else:
+            _product_into(_fp32(a), _fp32(b), out)
     else:  # numpy's cast to out (an overflow into fp16 raises the float flag overflow detection reads)
         out[...] = np.matmul(_fp32(a), _fp32(b)).astype(out.dtype)
 
@@ -200,7 +203,7 @@ def _matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 def _fp32(x: np.ndarray) -> np.ndarray:
     """x in fp32 for the cube's accumulator: fp16 arrays of FP16_NUMPY_BELOW elements or more
     through kernels/nn/half.py's vectorised loops (numpy converts fp16 one element at a time)."""
-    if x.dtype.char != "e" or x.size < FP16_NUMPY_BELOW:
+    if x.size < FP16_NUMPY_BELOW or x.dtype.char != "e":
         return x.astype(np.float32)
     from cannrt.kernels.nn.half import widen  # kernels.nn imports this module: not at its top
 
