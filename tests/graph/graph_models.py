@@ -24,6 +24,15 @@ def f32(name: str, shape) -> onnx.ValueInfoProto:  # type: ignore[no-untyped-def
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
 
+def halves_concat(out: str, name: str) -> list[onnx.NodeProto]:
+    """a = Relu(x) and b = Sigmoid(x), concatenated on the channels into `out` (node `name`)."""
+    return [
+        helper.make_node("Relu", ["x"], ["a"], name="a"),
+        helper.make_node("Sigmoid", ["x"], ["b"], name="b"),
+        helper.make_node("Concat", ["a", "b"], [out], name=name, axis=1),
+    ]
+
+
 def conv_bn_relu(channels: int = 8, activation: str = "Relu") -> onnx.ModelProto:
     """x (1,3,10,10) -> Conv (bias) -> BatchNormalization -> activation -> y."""
     w = RNG.standard_normal((channels, 3, 3, 3)).astype(np.float32)

@@ -77,9 +77,7 @@ def test_a_concat_chain_is_placed_in_place_and_nests():
 
 def test_nested_slices_sum_their_offsets_in_the_work_section():
     nodes = [
-        helper.make_node("Relu", ["x"], ["a"], name="a"),
-        helper.make_node("Sigmoid", ["x"], ["b"], name="b"),
-        helper.make_node("Concat", ["a", "b"], ["y1"], name="concat1", axis=1),
+        *gm.halves_concat("y1", "concat1"),
         helper.make_node("Tanh", ["x"], ["c"], name="c"),
         helper.make_node("Concat", ["c", "y1"], ["y2"], name="concat2", axis=1),
         helper.make_node("Neg", ["y2"], ["y"], name="neg"),
@@ -176,9 +174,7 @@ def test_light_models_lose_their_concat_copies_and_keep_their_outputs(name, conc
 
 def test_a_concat_read_through_a_reshape_output_places_its_inputs_in_the_output_buffer():
     nodes = [
-        helper.make_node("Relu", ["x"], ["a"], name="a"),
-        helper.make_node("Sigmoid", ["x"], ["b"], name="b"),
-        helper.make_node("Concat", ["a", "b"], ["y"], name="cat", axis=1),
+        *gm.halves_concat("y", "cat"),
         helper.make_node("Flatten", ["y"], ["f"], name="flat"),
         helper.make_node("Neg", ["y"], ["n"], name="neg"),
     ]

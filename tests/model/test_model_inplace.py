@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "graph"))
+import graph_models
 import light_models
 
 import cannrt
@@ -22,9 +23,7 @@ from cannrt.om import KernelTask
 def _model() -> onnx.ModelProto:
     """y1 = Concat(relu x, sigmoid x) in the work section; y = Concat(tanh y1, exp x) the output."""
     nodes = [
-        helper.make_node("Relu", ["x"], ["a"], name="a"),
-        helper.make_node("Sigmoid", ["x"], ["b"], name="b"),
-        helper.make_node("Concat", ["a", "b"], ["y1"], name="concat1", axis=1),
+        *graph_models.halves_concat("y1", "concat1"),
         helper.make_node("Tanh", ["y1"], ["t"], name="t"),
         helper.make_node("Exp", ["x"], ["e"], name="e"),
         helper.make_node("Concat", ["t", "e"], ["y"], name="concat2", axis=1),

@@ -13,8 +13,8 @@ import pytest
 from onnx_reference import on_device, reference
 
 from cannrt.kernels.nn import blas
-from cannrt.kernels.nn.conv import _by_taps
-from cannrt.kernels.nn.conv_plan import BAND_BYTES, MIN_BAND_PIXELS
+from cannrt.kernels.nn.conv import _by_taps, convolve_into
+from cannrt.kernels.nn.conv_plan import MIN_BAND_PIXELS
 from cannrt.kernels.nn.conv_plan import plan as _plan
 from cannrt.kernels.nn.window import Window
 from cannrt.runtime.core import Runtime
@@ -44,14 +44,22 @@ def test_the_plan_splits_output_channels_of_a_thin_pointwise_product() -> None:
     assert all((i.r0, i.r1, i.c0, i.c1) == (0, 7, 0, 512) for i in items)
 
 
-def test_a_plan_not_shared_with_the_helper_cuts_only_bands_of_band_bytes() -> None:
-    # the cuts for the two threads (an even band count, channel halves) are not made
-    assert len(_plan(1, 1, 64, 16, (55, 55), 9, 4, False, False, share=False)) == 1  # 1.7 MB of im2col
-    assert len(_plan(1, 1, 2048, 512, (7, 7), 1, 4, False, False, share=False)) == 1
-    assert len(_plan(1, 1, 2048, 512, (7, 7), 1, 4, True, False, share=False)) == 1
-    large = _plan(1, 1, 64, 64, (56, 56), 9, 4, False, False, share=False)  # 7.2 MB: bands of BAND_BYTES
-    assert len(large) == -(-56 * 56 * 64 * 9 * 4 // BAND_BYTES) == 4 and large[-1].r1 == 56
-    assert len(_plan(4, 1, 64, 16, (55, 55), 9, 4, False, False, share=False)) == 4  # one item per image
+def test_a_convolution_gives_the_same_bits_whether_or_not_its_items_are_shared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A crowded host backs parallel_for off (blas.shares() False): the items are the same, so the
+    channel halves' partial sums, and the result, do not depend on the host's load."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 64, 13, 13)).astype(np.float32)  # thin bands: input-channel halves
+    w = rng.standard_normal((256, 64, 3, 3)).astype(np.float32)
+    window = Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
+    results = []
+    for shared in (True, False):
+        monkeypatch.setattr(blas, "shares", lambda shared=shared: shared)
+        y = np.empty((1, 256, 13, 13), np.float32)
+        convolve_into(x, w, None, 1, window, y, (0, 0.0, 0.0))
+        results.append(y)
+    assert results[0].tobytes() == results[1].tobytes()
 
 
 def test_per_tap_products_are_two_row_bands_of_one_image() -> None:

@@ -210,7 +210,7 @@ def convolve_into(
     per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
     b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
     xp = as_compute(x)  # each item pads the rows it reads
-    items = plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps, blas.shares())
+    items = plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps)
     target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
     flat = target.reshape(n, m, out[0] * rest)
     summed = len(items) > 1 and items[0].c1 < cg

@@ -2,8 +2,9 @@
 
 An item is one product: an image, a group, a band of output rows, a part of the output channels
 and a part of the input channels. Large products are cut into row bands of about BAND_BYTES of
-im2col (the band's matrix stays in L2 while its product reads it); when the items are shared with
-the helper thread (blas.shares), also into an even number of bands, or halves of the channels.
+im2col (the band's matrix stays in L2 while its product reads it), and for the two host threads
+into an even number of bands, or halves of the channels, whether or not blas.parallel_for shares
+them at the moment (the numbers must not depend on the host's load).
 """
 
 from __future__ import annotations
@@ -46,15 +47,14 @@ def plan(
     itemsize: int,
     pointwise: bool,
     by_taps: bool,
-    share: bool = True,
 ) -> tuple[Item, ...]:
     """`_cut` of these arguments and the current tunables, remembered per distinct tuple (every
     launch of a model's convolution plans the same items)."""
     tunables = (blas.SPLIT_FLOPS, BAND_BYTES, SINGLE_BANDS, MIN_BAND_PIXELS, MIN_CHANNEL_PART)
-    return _cut((n, group, mg, cg, out, taps, itemsize, pointwise, by_taps, share), tunables)
+    return _cut((n, group, mg, cg, out, taps, itemsize, pointwise, by_taps), tunables)
 
 
-Conv = tuple[int, int, int, int, tuple[int, ...], int, int, bool, bool, bool]  # plan's arguments
+Conv = tuple[int, int, int, int, tuple[int, ...], int, int, bool, bool]  # plan's arguments
 
 
 @functools.lru_cache(maxsize=1024)
@@ -64,15 +64,17 @@ def _cut(conv: Conv, tunables: tuple[float, int, int, int, int]) -> tuple[Item, 
     when there is one image and group, so both host threads get the same share); when such
     bands would be thinner than MIN_BAND_PIXELS, into two halves of the output channels
     (pointwise: the im2col matrix is x) or of the input channels (each half builds its own
-    im2col rows; partial sums). Not shared (blas.shares), they are not cut for the threads."""
-    n, group, mg, cg, out, taps, itemsize, pointwise, by_taps, share = conv
+    im2col rows; partial sums). The cuts do not depend on whether
+    parallel_for shares them at the moment (a crowded host backs off): the channel halves' partial
+    sums round differently, and a model's numbers must not depend on the host's load."""
+    n, group, mg, cg, out, taps, itemsize, pointwise, by_taps = conv
     split_flops, band_bytes, single_bands, min_band_pixels, min_channel_part = tunables
     rest = math.prod(out[1:])
     pixels = out[0] * rest
     depth = cg * taps
     rows, m_parts, c_parts = max(1, out[0]), 1, 1
     if 2.0 * n * group * mg * depth * pixels >= split_flops:
-        single = n * group == 1 and share
+        single = n * group == 1
         bands = 1 if by_taps else -(-pixels * depth * itemsize // band_bytes)
         bands = max(single_bands if single else 1, bands)
         bands += bands % 2 if single else 0
