@@ -125,7 +125,7 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
         return
     SPLITS[0] += 1
     counter = itertools.count()  # next() on it is atomic: one C call under the GIL
-    off_core = [0.0]  # the helper's wall time minus its CPU time over the items it held
+    off_core = [0.0]  # the helper's wall time minus its CPU time while it drained items
 
     def drain() -> None:
         for index in counter:
@@ -133,15 +133,12 @@ def parallel_for(count: int, body: Callable[[int], None]) -> None:
                 return
             body(index)
 
-    def helper_drain() -> None:
-        for index in counter:
-            if index >= count:
-                return
-            wall, cpu = time.perf_counter(), thread_clock()
-            try:
-                body(index)
-            finally:
-                off_core[0] += max(0.0, (time.perf_counter() - wall) - (thread_clock() - cpu))
+    def helper_drain() -> None:  # between items it only takes the next index: one measure for all
+        wall, cpu = time.perf_counter(), thread_clock()
+        try:
+            drain()
+        finally:
+            off_core[0] = max(0.0, (time.perf_counter() - wall) - (thread_clock() - cpu))
 
     started, own_cpu = time.perf_counter(), thread_clock()
     job = _helper().submit(helper_drain)
