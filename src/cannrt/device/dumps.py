@@ -3,6 +3,7 @@ of a failing kernel's tensors (the exception dump)."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,14 @@ def new_dump(device_id: int, task: Task, kernel_name: str, exception: bool = Fal
     )
 
 
+def input_dump(device_id: int, task: Task, kernel_name: str, values: list[object]) -> DumpRecord:
+    """A dump record of a kernel task holding its inputs as they are now."""
+    record = new_dump(device_id, task, kernel_name)
+    assert task.kernel is not None
+    capture(record, task.args, values, task.kernel.outputs, "input")
+    return record
+
+
 def capture(
     record: DumpRecord, args: tuple[object, ...], values: list[object], outputs: tuple[int, ...], role: str
 ) -> None:
@@ -33,6 +42,7 @@ def capture(
             record.tensors.append(DumpTensor(index, role, arg.dtype, arg.shape, arg.address, data))
 
 
+@functools.lru_cache(maxsize=1024)  # per launch shape: the fetcher hands out one tuple per parameter block
 def writes_an_input(args: tuple[object, ...], outputs: tuple[int, ...]) -> bool:
     """True if an output tensor's bytes overlap an input tensor's (an in-place kernel): only then
     do its inputs have to be copied before it runs to be dumped as they were."""

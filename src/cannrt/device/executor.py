@@ -27,7 +27,7 @@ from cannrt.abi import (
 )
 from cannrt.device.access_site import SourceLine, caller_line, line_of_traceback
 from cannrt.device.copies import copy_parts, host_array
-from cannrt.device.dumps import capture, exception_dump, new_dump, writes_an_input
+from cannrt.device.dumps import capture, exception_dump, input_dump, new_dump, writes_an_input
 from cannrt.device.fabric import Fabric
 from cannrt.device.kernel_faults import (
     argument_message,
@@ -274,8 +274,7 @@ class Executor:
                 capture(task.dump, task.args, values, kernel.outputs, "input")
         before = None
         if reports.overflow_dump and writes_an_input(task.args, kernel.outputs):  # in case it overflows:
-            before = new_dump(self.device_id, task, kernel.name)  # the inputs it overwrites, as they were
-            capture(before, task.args, values, kernel.outputs, "input")
+            before = input_dump(self.device_id, task, kernel.name, values)  # the inputs, as they were
         self._fp_flags = 0
         try:
             kernel.compute(*values)
@@ -326,8 +325,7 @@ class Executor:
         self._fail(task, code, ErrorType.AICORE, bits, f"{what} in {kernel.name}: overflow detection", site)
         if reports.overflow_dump:  # the inputs (as they were if the kernel wrote over them) and outputs
             if before is None:
-                before = new_dump(self.device_id, task, kernel.name)
-                capture(before, task.args, values, kernel.outputs, "input")
+                before = input_dump(self.device_id, task, kernel.name, values)
             capture(before, task.args, values, kernel.outputs, "output")
             task.dump = before
 

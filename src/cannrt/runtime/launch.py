@@ -134,13 +134,8 @@ class Launcher:
         task position. op_name names the launch in dumps (the graph's node name)."""
         send = None
         if block_dim.__class__ is int:
-            senders = self.senders
-            try:  # an all-tensor shape is kept under its arguments themselves: no signature to make
-                send = senders.get((name, block_dim, args))
-            except TypeError:  # an unhashable argument: launch_key and the checks deal with it
-                send = None
-            if send is None:
-                send = senders.get(launch_key(name, block_dim, args))
+            senders = self.senders  # an all-tensor shape is kept under its arguments: no signature to make
+            send = senders.get((name, block_dim, args)) or senders.get(launch_key(name, block_dim, args))
         position = send() if send is not None else self._launch_checked(name, block_dim, args, op_name)
         if op_name is not None and self._runtime.api_records is not None:  # profiling: the name joins its task
             self._note(position, op_name)
