@@ -17,14 +17,14 @@ from cannrt.runtime.core import Runtime
 
 
 def test_a_conv_sets_the_host_blas_to_the_kernel_thread_count(rt: Runtime) -> None:
+    """numpy's BLAS, and SciPy's that the convolution's numba products call, each run one thread
+    per item (the items are shared among threads already)."""
     inputs = {"x": np.ones((1, 2, 4, 4), np.float32), "w": np.ones((3, 2, 1, 1), np.float32)}
     expected = reference("Conv", inputs)
     np.testing.assert_allclose(on_device("Conv", inputs, expected)[0], expected[0])
-    blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
-    # the kernels call numpy's BLAS; another library's (scipy's, loaded by an earlier test after
-    # the limit was set) is not theirs to limit
-    numpy_blas = [lib for lib in blas if "numpy" in lib["filepath"]] or blas
-    assert numpy_blas and all(lib["num_threads"] == KERNEL_BLAS_THREADS for lib in numpy_blas)
+    libraries = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
+    kernels = [lib for lib in libraries if "numpy" in lib["filepath"] or "scipy" in lib["filepath"]]
+    assert len(kernels) >= 2 and all(lib["num_threads"] == KERNEL_BLAS_THREADS for lib in kernels)
 
 
 def _on_helper() -> bool:
@@ -82,3 +82,73 @@ def test_a_caller_off_its_core_makes_the_next_kernels_run_on_the_caller(monkeypa
     threads: list[str] = []
     blas.parallel_for(4, lambda index: threads.append(threading.current_thread().name))
     assert threads == [threading.current_thread().name] * 4 and blas.SPLITS[0] == splits + 1
+
+
+def test_an_error_in_the_helper_thread_reaches_the_caller() -> None:
+    seen: list[int] = []
+
+    def body(index: int) -> None:
+        seen.append(index)
+        if index == 3:
+            raise ValueError("item 3")
+
+    with pytest.raises(ValueError, match="item 3"):
+        blas.parallel_for(8, body)
+    assert 3 in seen and len(seen) == len(set(seen))
+
+
+def test_parallel_for_runs_every_item_once() -> None:
+    seen: list[int] = []
+    blas.parallel_for(100, seen.append)
+    assert sorted(seen) == list(range(100))
+
+
+def test_a_stalled_helper_makes_the_next_kernels_run_on_the_caller() -> None:
+    started = threading.Event()
+
+    def body(index: int) -> None:  # the helper's item outlasts the caller's: the caller waits
+        if threading.current_thread().name.startswith("cannrt-kernel-blas"):
+            started.set()
+            time.sleep(0.02)
+        else:
+            assert started.wait(10)
+
+    stalls, splits = blas.STALLS[0], blas.SPLITS[0]
+    blas.parallel_for(2, body)
+    assert blas.STALLS[0] == stalls + 1 and blas.SPLITS[0] == splits + 1
+    threads: list[str] = []
+    blas.parallel_for(4, lambda index: threads.append(threading.current_thread().name))
+    assert threads == [threading.current_thread().name] * 4 and blas.SPLITS[0] == splits + 1
+    blas.reset_backoff()
+    blas.parallel_for(2, lambda index: None)
+    assert blas.SPLITS[0] == splits + 2
+
+
+def _stall() -> None:
+    """A shared kernel whose helper item outlasts the caller's: the caller waits (a stall)."""
+    started = threading.Event()
+
+    def body(index: int) -> None:
+        if threading.current_thread().name.startswith("cannrt-kernel-blas"):
+            started.set()
+            time.sleep(0.02)
+        else:
+            assert started.wait(10)
+
+    blas.parallel_for(2, body)
+
+
+def test_the_back_off_doubles_while_stalls_repeat_and_ends_after_a_clean_shared_kernel() -> None:
+    stalls = blas.STALLS[0]
+    _stall()
+    assert blas.STALLS[0] == stalls + 1 and blas._backoff[1] == 2 * blas.BACKOFF_MIN_S
+    blas._backoff[0] = 1e-9  # the back-off has run out: the helper is tried again, and stalls again
+    _stall()
+    assert blas.STALLS[0] == stalls + 2 and blas._backoff[1] == 4 * blas.BACKOFF_MIN_S
+    for _ in range(8):  # doubling stops at the longest
+        blas._backoff[0] = 1e-9
+        _stall()
+    assert blas._backoff[1] == blas.BACKOFF_MAX_S
+    blas._backoff[0] = 1e-9
+    blas.parallel_for(2, lambda index: None)  # shared without a stall: a quiet host again
+    assert blas._backoff == [0.0, blas.BACKOFF_MIN_S]

@@ -1,14 +1,13 @@
-"""conv_loops.bias_act_into, the convolution's one-pass bias + relu: numpy's numbers bit for bit
-(the same add, NaN kept, -0.0 made 0.0 as np.maximum(., 0) makes it), in place or from a product
-into a strided output view; and the arrays it does not take go through numpy."""
+"""conv_gemm._finish, the convolution's one pass of bias + relu: numpy's numbers bit for bit (the
+same add, NaN kept, -0.0 made 0.0 as np.maximum(., 0) makes it), in place over y's rows or from a
+band's product into y's columns; no add without a bias (x + 0.0 would make -0.0 0.0)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from cannrt.kernels.nn.common import ACT_LEAKY, ACT_NONE, ACT_RELU
-from cannrt.kernels.nn.conv_loops import bias_act_into, takes
+from cannrt.kernels.nn import conv_gemm
 
 
 def _product(shape: tuple[int, ...], dtype: type) -> np.ndarray:
@@ -21,40 +20,32 @@ def _product(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     return y
 
 
+def _expected(y: np.ndarray, bias: np.ndarray | None, relu: bool) -> np.ndarray:
+    expected = y + bias[:, None] if bias is not None else y.copy()
+    return np.maximum(expected, y.dtype.type(0)) if relu else expected
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("relu", [True, False])
 @pytest.mark.parametrize("biased", [True, False])
-def test_in_place_is_numpy_bit_for_bit(dtype: type, relu: bool, biased: bool) -> None:
+def test_in_place_over_rows_of_y_is_numpy_bit_for_bit(dtype: type, relu: bool, biased: bool) -> None:
     y = _product((48, 300), dtype)
-    bias = np.random.default_rng(4).standard_normal(48).astype(dtype)
-    bias[5] = -0.0  # -0.0 + -0.0 stays -0.0 before the relu
+    bias = np.random.default_rng(4).standard_normal(64).astype(dtype)
+    bias[16 + 5] = -0.0  # -0.0 + -0.0 stays -0.0 before the relu
     y[5, :7] = -0.0
-    expected = y + bias[:, None] if biased else y.copy()
-    if relu:
-        expected = np.maximum(expected, dtype(0))
-    assert takes(y, y, ACT_RELU if relu else ACT_NONE)
-    bias_act_into(y, y, bias if biased else None, relu)
-    assert np.array_equal(y.view(np.uint8), expected.view(np.uint8))
+    whole = np.full((64, 300), 7.0, dtype)
+    whole[16:] = y
+    expected = _expected(y, bias[16:] if biased else None, relu)
+    rows = whole[16:]
+    conv_gemm._finish(rows, whole, 16, 0, bias, (biased, relu, False))
+    assert np.array_equal(whole[16:].view(np.uint8), expected.view(np.uint8))
+    assert (whole[:16] == 7.0).all()
 
 
-def test_from_a_product_into_a_strided_view_of_rows() -> None:
-    result = _product((16, 5, 9), np.float32)
+def test_from_a_band_into_columns_of_y() -> None:
+    band = _product((16, 45), np.float32)
     bias = np.linspace(-1, 1, 16, dtype=np.float32)
-    frame = np.full((16, 8, 20), 7.0, np.float32)
-    view = frame[:, 2:7, 3:12]  # channel and row strides of a larger tensor, contiguous columns
-    assert takes(result, view, ACT_RELU)
-    bias_act_into(result, view, bias, True)
-    expected = np.maximum(result + bias[:, None, None], np.float32(0))
-    assert np.array_equal(view.view(np.uint32), expected.view(np.uint32))
-    outside = np.ones(frame.shape, bool)
-    outside[:, 2:7, 3:12] = False
-    assert (frame[outside] == 7.0).all()
-
-
-def test_what_it_does_not_take() -> None:
-    y = np.zeros((4, 6), np.float32)
-    assert not takes(y, y, ACT_LEAKY)  # other activations: numpy
-    assert not takes(y.astype(np.float16), y.astype(np.float16), ACT_RELU)
-    assert not takes(y, y.astype(np.float64), ACT_RELU)
-    assert not takes(y[:, ::2], y[:, ::2], ACT_RELU)  # strided columns
-    assert not takes(y, y[:2], ACT_RELU)
+    y = np.full((16, 100), 7.0, np.float32)
+    conv_gemm._finish(band, y, 0, 30, bias, (True, True, False))
+    assert np.array_equal(y[:, 30:75].view(np.uint32), _expected(band, bias, True).view(np.uint32))
+    assert (y[:, :30] == 7.0).all() and (y[:, 75:] == 7.0).all()

@@ -1,6 +1,6 @@
-"""Each of convolve_into's paths (row bands on im2col, per-tap products, input-channel halves
-summed at the end, output-channel halves of a pointwise product) applies the bias and every fused
-activation once, into a contiguous or a strided output, in fp32 or rounding into fp16."""
+"""Each of convolve_into's cuts (row bands of im2col, output-channel parts over one im2col matrix
+or over x itself, one item) applies the bias and every fused activation once, into a contiguous
+or a strided output, in fp32 or rounding into fp16."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ import numpy as np
 import pytest
 from onnx_reference import reference
 
-from cannrt.kernels.nn import blas
+from cannrt.kernels.nn import team
 from cannrt.kernels.nn.common import ACT_HARD_SWISH, ACT_LEAKY, ACT_NONE, ACT_RELU, activate
 from cannrt.kernels.nn.conv import convolve_into
 from cannrt.kernels.nn.window import Window
 
-PATHS = {  # name: x shape, w shape, pads (begin = end), expected items shared with the helper
+PATHS = {  # name: x shape, w shape, pads (begin = end), expected to run on the thread team
     "im2col bands": ((1, 32, 40, 40), (48, 32, 3, 3), 1, True),
-    "per-tap bands": ((1, 128, 30, 30), (32, 128, 3, 3), 1, True),
-    "per-tap, one item": ((1, 64, 12, 12), (16, 64, 3, 3), 1, False),
-    "input-channel halves": ((1, 256, 5, 5), (512, 256, 3, 3), 1, True),
-    "per-tap input-channel halves": ((1, 512, 10, 10), (64, 512, 3, 3), 1, True),
-    "output-channel halves": ((1, 512, 6, 6), (1024, 512, 1, 1), 0, True),
+    "bands, few output channels": ((1, 128, 30, 30), (32, 128, 3, 3), 1, True),
+    "one item": ((1, 16, 12, 12), (16, 16, 3, 3), 1, False),
+    "output-channel parts": ((1, 256, 5, 5), (512, 256, 3, 3), 1, True),
+    "output-channel parts, deep": ((1, 512, 10, 10), (128, 512, 3, 3), 1, True),
+    "pointwise output-channel parts": ((1, 512, 6, 6), (1024, 512, 1, 1), 0, True),
 }
 ACTIVATIONS = {"none": (ACT_NONE, 0.0, 0.0), "relu": (ACT_RELU, 0.0, 0.0), "leaky": (ACT_LEAKY, 0.1, 0.0)}
 
@@ -41,9 +41,9 @@ def test_bias_and_activation_apply_once_on_every_path(path: str, activation: str
     x, w, b, window, expected = _case(path)
     code = ACTIVATIONS[activation]
     y = np.full(expected.shape, np.nan, np.float32)
-    before = blas.SPLITS[0]
+    before = team.TEAMS[0]
     convolve_into(x, w, b, 1, window, y, code)
-    assert (blas.SPLITS[0] > before) == PATHS[path][3]
+    assert (team.TEAMS[0] > before) == PATHS[path][3]
     np.testing.assert_allclose(y, activate(expected.copy(), *code), rtol=1e-4, atol=1e-4)
 
 

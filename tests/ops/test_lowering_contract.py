@@ -153,11 +153,11 @@ def test_conv_and_pooling_in_one_and_three_spatial_axes(rt: Runtime, spatial: tu
     _check("AveragePool", {"x": inputs["x"]}, kernel_shape=[3] * nd, pads=[1] * (2 * nd), count_include_pad=1)
 
 
-def test_a_large_convolution_splits_its_product_over_two_host_threads(rt: Runtime) -> None:
-    from cannrt.kernels.nn import blas
+def test_a_large_convolution_runs_its_items_on_the_thread_team(rt: Runtime) -> None:
+    from cannrt.kernels.nn import team
 
     inputs = {"x": _rand(1, 64, 24, 24, seed=25), "w": _rand(96, 64, 3, 3, seed=26), "b": _rand(96, seed=27)}
-    assert blas.SPLIT_FLOPS <= 2.0 * 96 * 64 * 9 * 24 * 24
-    before = blas.SPLITS[0]
+    assert team.TEAM_MIN_FLOPS <= 2.0 * 96 * 64 * 9 * 24 * 24
+    before = team.TEAMS[0]
     _check("Conv", inputs, rtol=1e-3, pads=[1, 1, 1, 1])
-    assert blas.SPLITS[0] == before + 1
+    assert team.TEAMS[0] == before + 1

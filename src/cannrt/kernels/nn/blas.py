@@ -40,12 +40,13 @@ _lock = threading.Lock()
 _done = [False]
 
 
-def limit_blas_threads() -> None:
-    """Set the host BLAS libraries to KERNEL_BLAS_THREADS (once per process)."""
-    if _done[0]:
+def limit_blas_threads(recheck: bool = False) -> None:
+    """Set the host BLAS libraries to KERNEL_BLAS_THREADS (once per process; again with recheck,
+    for a BLAS loaded since, such as SciPy's that numba's np.dot calls)."""
+    if _done[0] and not recheck:
         return
     with _lock:
-        if not _done[0]:
+        if recheck or not _done[0]:
             for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
                 if lib.get_num_threads() != KERNEL_BLAS_THREADS:
                     lib.set_num_threads(KERNEL_BLAS_THREADS)

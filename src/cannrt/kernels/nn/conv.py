@@ -2,15 +2,12 @@
 
 Arguments: x (N, C, *spatial), w (M, C/group, *kernel), [b (M,)], y (N, M, *out), then ints
 group, activation code, the window (kernel, strides, dilations, pads begin, pads end per axis),
-then floats activation alpha, beta. A large convolution is cut into bands of output rows
-(conv_plan): per band one strided copy gathers its im2col matrix (a 1x1 unit-stride convolution
-multiplies x itself) and one product writes the band of the output in place, the bias and a relu
-following in one pass (conv_loops) while the band is in cache; bands (or, for a small image,
-halves of the channels) run on both host threads. A unit-stride 2-D convolution with few output
-channels skips im2col: one batched product over a strided view of the padded input per kernel
-offset, summed. A depthwise convolution accumulates per
-kernel offset on the vector path. Reduced precision computes in fp32 and casts the result, as
-the cube accumulates.
+then floats activation alpha, beta. conv_gemm computes it in numba: per item of conv_plan (bands
+of output rows, or parts of the output channels over an im2col matrix built once; a 1x1
+unit-stride window multiplies x itself) one BLAS product, the bias and a relu added in the pass
+that writes y, the items on a team of native threads (team.py). A depthwise convolution
+accumulates per kernel offset on the vector path. Reduced precision computes in fp32 and casts
+the result, as the cube accumulates.
 """
 
 from __future__ import annotations
@@ -24,6 +21,7 @@ from cannrt.dtypes import numpy_dtype
 from cannrt.kernels.builtins import compute_dtype
 from cannrt.kernels.nn import blas
 from cannrt.kernels.nn.common import (
+    ACT_NONE,
     ACT_RELU,
     ACTIVATION_VECTOR_OPS,
     activate,
@@ -34,9 +32,8 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
-from cannrt.kernels.nn.conv_loops import bias_act_into, takes
-from cannrt.kernels.nn.conv_plan import Item, plan
-from cannrt.kernels.nn.window import Window, padded, padded_rows
+from cannrt.kernels.nn.conv_plan import plan
+from cannrt.kernels.nn.window import Window, padded
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
 DEPTHWISE_MAX_TAPS = 64  # per-offset accumulation beats a batch of tiny products up to this
@@ -110,76 +107,27 @@ def _work(specs: ArgSpecs, bias: bool) -> Work:
     )
 
 
-TAPS_MAX_CHANNELS = 64  # per-tap products (no im2col) for at most this many output channels per group
-TAPS_MIN_CHANNELS = 64  # ... and at least this many input channels per group (the product's depth)
-TAPS_MIN_PIXELS = 100  # ... and at least this many output pixels (per-product overhead on smaller ones)
+def _padded3(values: tuple[int, ...], fill: int) -> tuple[int, ...]:
+    return (fill,) * (3 - len(values)) + values
 
 
-def _by_taps(window: Window, cg: int, mg: int, out: tuple[int, ...]) -> bool:
-    """A 2-D unit-stride convolution with few output channels and deep input: one product per
-    kernel offset on a strided view of the padded input (rows of the padded width, the extra
-    columns dropped), accumulated; small-M products on a K x pixels im2col matrix are slow in
-    OpenBLAS (it packs the whole matrix for a few rows), and no im2col copy is made."""
-    two_d = len(window.kernel) == 2 and window.strides == (1, 1)
-    return two_d and mg <= TAPS_MAX_CHANNELS and cg >= TAPS_MIN_CHANNELS and math.prod(out) >= TAPS_MIN_PIXELS
+def _geometry(x: np.ndarray, window: Window, out: tuple[int, ...], group: int, cg: int, mg: int) -> tuple[int, ...]:
+    """conv_gemm's geometry tuple: 1-D and 2-D windows as 3-D ones of extent 1."""
+    return (
+        *_padded3(tuple(x.shape[2:]), 1),
+        *_padded3(window.kernel, 1),
+        *_padded3(window.strides, 1),
+        *_padded3(window.dilations, 1),
+        *_padded3(window.pads_begin, 0),
+        *_padded3(out, 1),
+        group,
+        cg,
+        mg,
+    )
 
 
-def _columns(x: np.ndarray, window: Window, out: tuple[int, ...], item: Item, cg: int, dtype: np.dtype) -> np.ndarray:
-    """(item's input channels * taps, band pixels) im2col matrix of one item's rows: the padded
-    rows the band reads (built by the item), then one strided copy."""
-    s, d, k = window.strides[0], window.dilations[0], window.kernel[0]
-    channels = slice(item.g * cg + item.c0, item.g * cg + item.c1)
-    rows = (item.r0 * s, (item.r1 - 1) * s + (k - 1) * d + 1)
-    band = padded_rows(x[item.n : item.n + 1, channels], window, out, rows, 0.0, dtype)
-    shape = (item.r1 - item.r0, *out[1:])
-    cols = np.empty(((item.c1 - item.c0) * math.prod(window.kernel), math.prod(shape)), dtype=dtype)
-    np.copyto(cols.reshape(1, item.c1 - item.c0, *window.kernel, *shape), window.unfold(band, shape), casting="unsafe")
-    return cols
-
-
-def _tap_sum(
-    x: np.ndarray, window: Window, out: tuple[int, ...], per_tap: np.ndarray, item: Item, cg: int
-) -> np.ndarray:
-    """(item's output channels, band rows x padded width) sum over the kernel offsets of
-    per_tap[offset] @ the (channels, rows x padded width) view of the padded input that the
-    offset reads: each view is a contiguous run per channel of the padded rows the band reads
-    (built by the item, with (kw - 1) * dw + 1 elements of slack after them for the last run's
-    dropped columns). One batched product over the (kh, kw, channels, length) view of every
-    offset, then one sum over the offsets (nine products and eight adds called one by one cost
-    twice as much at 14 x 14: 0.33 against 0.17 ms)."""
-    (dil_h, dil_w), channels = window.dilations, slice(item.g * cg + item.c0, item.g * cg + item.c1)
-    rows = (item.r0, item.r1 + (window.kernel[0] - 1) * dil_h)
-    slack = (window.kernel[1] - 1) * dil_w + 1
-    band = padded_rows(x[item.n : item.n + 1, channels], window, out, rows, 0.0, x.dtype, slack)
-    length = (item.r1 - item.r0) * band.shape[3]
-    kh, kw = window.kernel
-    weights = per_tap[item.g, :, item.m0 : item.m1, item.c0 : item.c1].reshape(kh, kw, item.m1 - item.m0, -1)
-    shape = (kh, kw, item.c1 - item.c0, length)
-    strides = (dil_h * band.strides[2], dil_w * band.strides[3], band.strides[1], band.strides[3])
-    view = np.lib.stride_tricks.as_strided(band[0, 0, 0], shape, strides, writeable=False)
-    products = np.matmul(weights, view)
-    return np.asarray(products.reshape(kh * kw, *products.shape[2:]).sum(axis=0))
-
-
-def _pointwise(x: np.ndarray, window: Window, out: tuple[int, ...]) -> bool:
-    """A 1x1 unit-stride unpadded window: the im2col matrix is x itself."""
-    return math.prod(window.kernel) == 1 and all(s == 1 for s in window.strides) and tuple(x.shape[2:]) == out
-
-
-def _finish(view: np.ndarray, result: np.ndarray, bias: np.ndarray | None, act: tuple[int, float, float]) -> None:
-    """view = act(result + bias), in view itself when it is of result's dtype (bias (m, 1, ...)):
-    one pass for relu or none (conv_loops)."""
-    if takes(result, view, act[0]):
-        bias_act_into(result, view, None if bias is None else bias.reshape(-1), act[0] == ACT_RELU)
-    elif view.dtype == result.dtype:
-        if bias is None:
-            np.copyto(view, result)
-        else:
-            np.add(result, bias, out=view)
-        activate(view, *act)
-    else:
-        band = result + bias if bias is not None else result
-        store(view, activate(band, *act))
+_NO_BIAS = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64): np.zeros(1, np.float64)}
+_NO_COLS = {dtype: np.empty((1, 1, 1), dtype) for dtype in _NO_BIAS}
 
 
 def convolve_into(
@@ -191,72 +139,39 @@ def convolve_into(
     y: np.ndarray,
     activation: tuple[int, float, float],
 ) -> None:
-    """y = act(conv(x, w) + bias), computed in the compute dtype: per item one im2col band (or
-    per-tap products, `_by_taps`) and one product written straight into y's band (through a
-    band-sized buffer when y is of another dtype), then the bias and activation on that band
-    while it is in cache; input-channel parts sum their partial products at the end. Items run
-    on both host threads (blas.parallel_for)."""
+    """y = act(conv(x, w) + bias), computed in the compute dtype by conv_gemm (im2col and one
+    BLAS product per item of conv_plan, the bias and a relu fused into the pass that writes y;
+    the items on the thread team), then any other activation in place, and a cast into y when
+    it is of another dtype or not contiguous."""
+    from cannrt.kernels.nn import conv_gemm  # numba: imported by the first convolution
+
     dtype = compute_dtype(x)
     n, c = x.shape[:2]
     m = w.shape[0]
     cg, mg = c // group, m // group
     out = tuple(y.shape[2:])
+    if not y.size:
+        return
     taps = math.prod(window.kernel)
-    depth = cg * taps
-    rest = math.prod(out[1:])
-    pointwise = _pointwise(x, window, out)  # x itself is the im2col matrix: no per-tap route either
-    by_taps = not pointwise and _by_taps(window, cg, mg, out)
-    weights = as_compute(w).reshape(group, mg, depth)
-    per_tap = weights.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy() if by_taps else weights
-    b = None if bias is None else as_compute(bias).reshape(group, mg, 1)
-    xp = as_compute(x)  # each item pads the rows it reads
-    items = plan(n, group, mg, cg, out, taps, dtype.itemsize, pointwise, by_taps)
-    target = y if y.flags.c_contiguous else np.empty(y.shape, dtype)
-    flat = target.reshape(n, m, out[0] * rest)
-    summed = len(items) > 1 and items[0].c1 < cg
-    partials = [np.empty((mg, out[0] * rest), dtype) for _ in items] if summed else []
-
-    def run(index: int) -> None:
-        item = items[index]
-        channels = slice(item.g * mg + item.m0, item.g * mg + item.m1)
-        bias_part = None if b is None else b[item.g, item.m0 : item.m1]
-        if by_taps:
-            total = _tap_sum(xp, window, out, per_tap, item, cg)
-            valid = total.reshape(len(total), item.r1 - item.r0, -1)[:, :, : out[1]]
-            if summed:
-                np.copyto(partials[index].reshape(mg, *out), valid)
-            else:
-                view = target[item.n, channels, item.r0 : item.r1]
-                _finish(view, valid, None if bias_part is None else bias_part[:, :, None], activation)
-            return
-        if pointwise:
-            plane = xp[item.n, item.g * cg + item.c0 : item.g * cg + item.c1].reshape(item.c1 - item.c0, -1)
-            cols = plane[:, item.r0 * rest : item.r1 * rest]
-        else:
-            cols = _columns(xp, window, out, item, cg, dtype)
-        product = weights[item.g, item.m0 : item.m1, item.c0 * taps : item.c1 * taps]
-        if summed:
-            np.matmul(product, cols, out=partials[index])
-            return
-        view = flat[item.n, channels, item.r0 * rest : item.r1 * rest]
-        band = view if view.dtype == dtype else np.empty(view.shape, dtype)
-        np.matmul(product, cols, out=band)
-        if takes(band, band, activation[0]):  # one pass (none without a bias: nothing to do)
-            if bias_part is not None or activation[0] == ACT_RELU:
-                bias_act_into(band, band, None if bias_part is None else bias_part[:, 0], activation[0] == ACT_RELU)
-        else:
-            if bias_part is not None:
-                band += bias_part
-            activate(band, *activation)
-        if band is not view:
-            store(view, band)
-
-    blas.parallel_for(len(items), run)
-    if summed:  # one image and group, all its rows and output channels: the parts add up
-        total = partials[0]
-        for partial in partials[1:]:
-            total += partial
-        _finish(flat[0], total, None if b is None else b[0], activation)
+    pointwise = taps == 1 and all(s == 1 for s in window.strides) and tuple(x.shape[2:]) == out
+    pointwise = pointwise and not any(window.pads_begin)
+    x3 = np.ascontiguousarray(as_compute(x)).reshape(n, c, -1)
+    w3 = np.ascontiguousarray(as_compute(w)).reshape(group, mg, cg * taps)
+    b = _NO_BIAS[dtype] if bias is None else np.ascontiguousarray(as_compute(bias), dtype)
+    target = y if y.dtype == dtype and y.flags.c_contiguous else np.empty(y.shape, dtype)
+    y3 = target.reshape(n, m, -1)
+    code = activation[0]
+    geometry = _geometry(x, window, out, group, cg, mg)
+    flags = (bias is not None, code == ACT_RELU, pointwise)
+    rows, width = math.prod(geometry[15:17]), geometry[17]
+    items = plan(n, group, mg, cg, taps, rows, width, dtype.itemsize, pointwise)
+    if items.bands is not None:
+        conv_gemm.conv_bands(items.flops, x3, w3, b, y3, geometry, items.bands, flags)
+    else:
+        cols = _NO_COLS[dtype] if pointwise else np.empty((n * group, cg * taps, rows * width), dtype)
+        conv_gemm.conv_parts(items.flops, x3, w3, b, y3, geometry, items.builds, items.parts, cols, flags)
+    if code not in (ACT_NONE, ACT_RELU):
+        activate(target, *activation)
     if target is not y:
         store(y, target)
 

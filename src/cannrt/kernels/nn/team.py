@@ -1,0 +1,120 @@
+"""numba loops that run their items on a team of native threads, without the GIL.
+
+A kernel whose items are numba code (an im2col band, its product through BLAS, the bias and
+activation) runs them in one `prange` loop: numba's thread-safe threading layer (OpenMP or TBB)
+hands the items to TEAM_THREADS native threads, which take the next item as they finish one
+(chunk size 1). No item takes the GIL, so the two host threads never wait for each other in
+Python: where blas.parallel_for pays a Python thread's wake-up and a GIL hand-off per kernel
+(40-90 us on this project's virtual machines), a team's fork and join cost a few microseconds.
+
+Each loop is compiled twice, parallel and serial (prange as range), at its first call; the
+serial twin runs the same items in the same order, so a result never depends on which runs:
+- a small kernel (fewer than TEAM_MIN_FLOPS) runs serially: a team costs more than it gains;
+- in a process forked after this one started a team (GNU OpenMP's threads do not survive a
+  fork: a team there would hang), and where numba has no thread-safe layer (its workqueue
+  layer aborts when two threads start teams at once: two devices' workers) or cannot start one.
+The threads' BLAS is limited to one thread as the kernels' own is (blas.limit_blas_threads,
+again once numba has loaded SciPy's BLAS for np.dot).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import types
+from collections.abc import Callable
+from typing import Any
+
+from cannrt.kernels.nn import blas
+
+TEAM_THREADS = 2  # the caller's core and one more, as blas.parallel_for uses
+TEAM_MIN_FLOPS = 2e6  # kernels below this run serially (about 10 us of work)
+_lock = threading.Lock()
+_state: dict[str, Any] = {"pid": None, "usable": None}  # the process that started a team; layer usable
+_local = threading.local()
+TEAMS = [0]  # loops run on a team so far (tests read it)
+
+
+def _usable() -> bool:
+    """Whether this process may start a team now (see the module docstring)."""
+    if _state["usable"] is False:
+        return False
+    pid = _state["pid"]
+    return pid is None or pid == os.getpid()
+
+
+def _prepare_thread() -> None:
+    """The team of this calling thread: TEAM_THREADS threads, items handed out one at a time
+    (numba keeps both settings per calling thread)."""
+    import numba
+
+    config: Any = numba.config
+    numba.set_num_threads(min(TEAM_THREADS, config.NUMBA_NUM_THREADS))
+    numba.set_parallel_chunksize(1)
+    _local.ready = True
+
+
+def _first_team() -> None:
+    """Choose numba's thread-safe layer (unless the user chose one), remember this process."""
+    import numba
+
+    config: Any = numba.config
+    if config.THREADING_LAYER == "default":
+        config.THREADING_LAYER = "threadsafe"
+    _state["pid"] = os.getpid()
+
+
+def _renamed(function: Callable[..., None], suffix: str) -> Callable[..., None]:
+    """A copy of function under another qualified name: numba's disk cache keys a function by
+    its file and name, not by whether it was compiled parallel."""
+    copy = types.FunctionType(function.__code__, function.__globals__, function.__name__ + suffix)
+    copy.__qualname__ = function.__qualname__ + suffix
+    return copy
+
+
+class TeamLoop:
+    """A numba function compiled parallel and serial (njit(cache=True, nogil=True)); calling
+    it runs the parallel twin when `flops` is large and a team may run, else the serial one."""
+
+    def __init__(self, function: Callable[..., None]) -> None:
+        self.function = function
+        self._parallel: Callable[..., None] | None = None
+        self._serial: Callable[..., None] | None = None
+        self.__name__ = self.__qualname__ = function.__name__
+        self.__doc__ = function.__doc__
+
+    def _compile(self) -> None:
+        with _lock:
+            if self._serial is None:
+                import numba
+                import scipy.linalg.cython_blas  # noqa: F401  (the BLAS numba's np.dot calls)
+
+                blas.limit_blas_threads(recheck=True)
+                self._parallel = numba.njit(cache=True, nogil=True, parallel=True)(self.function)
+                self._serial = numba.njit(cache=True, nogil=True)(_renamed(self.function, "_serial"))
+
+    def __call__(self, flops: float, *args: Any) -> None:
+        if self._serial is None:
+            self._compile()
+        assert self._parallel is not None and self._serial is not None
+        if flops < TEAM_MIN_FLOPS or not _usable():
+            self._serial(*args)
+            return
+        if not getattr(_local, "ready", False):
+            with _lock:
+                if _state["pid"] is None:
+                    _first_team()
+            _prepare_thread()
+        TEAMS[0] += 1
+        try:
+            self._parallel(*args)
+        except ValueError as error:
+            if "threading layer" not in str(error):
+                raise
+            _state["usable"] = False  # numba found no thread-safe layer: serial from now on
+            self._serial(*args)
+
+
+def team_loop(function: Callable[..., None]) -> TeamLoop:
+    """Decorator: `function` (numba code with prange loops) as a TeamLoop."""
+    return TeamLoop(function)

@@ -1,0 +1,75 @@
+"""The thread team (kernels/nn/team.py): loops run parallel where a team may start and serially
+where it may not (a forked child, no thread-safe threading layer), with the same numbers; two
+threads may run teams at once (two devices' workers)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+
+import numpy as np
+import pytest
+
+from cannrt.kernels.nn import team
+from cannrt.kernels.nn.conv import convolve_into
+from cannrt.kernels.nn.window import Window
+
+WINDOW = Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1))
+
+
+def _conv(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, 32, 40, 40)).astype(np.float32)
+    w = rng.standard_normal((48, 32, 3, 3)).astype(np.float32)
+    y = np.empty((1, 48, 40, 40), np.float32)
+    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))
+    return x, y
+
+
+def _child(queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    before = team.TEAMS[0]
+    _, y = _conv(1)
+    queue.put((y, team.TEAMS[0] - before))
+
+
+def test_a_process_forked_after_a_team_ran_computes_serially_and_does_not_hang() -> None:
+    """GNU OpenMP's threads do not survive a fork: a team started in the child would hang."""
+    before = team.TEAMS[0]
+    _, expected = _conv(1)
+    assert team.TEAMS[0] == before + 1
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child, args=(queue,), daemon=True)
+    child.start()
+    try:
+        y, teams = queue.get(timeout=120)
+        child.join(timeout=60)
+    finally:
+        child.kill()
+    assert child.exitcode == 0 and teams == 0
+    assert y.tobytes() == expected.tobytes()
+
+
+def test_without_a_thread_safe_layer_loops_run_serially(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, expected = _conv(2)
+    monkeypatch.setitem(team._state, "usable", False)
+    before = team.TEAMS[0]
+    _, y = _conv(2)
+    assert team.TEAMS[0] == before and y.tobytes() == expected.tobytes()
+
+
+def test_two_threads_run_teams_at_once() -> None:
+    expected = {seed: _conv(seed)[1] for seed in (3, 4)}
+    results: dict[int, list[np.ndarray]] = {3: [], 4: []}
+
+    def run(seed: int) -> None:
+        for _ in range(20):
+            results[seed].append(_conv(seed)[1])
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in (3, 4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for seed, ys in results.items():
+        assert len(ys) == 20 and all(y.tobytes() == expected[seed].tobytes() for y in ys)
