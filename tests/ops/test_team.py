@@ -4,7 +4,11 @@ threads may run teams at once (two devices' workers)."""
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -73,3 +77,26 @@ def test_two_threads_run_teams_at_once() -> None:
         thread.join(timeout=120)
     for seed, ys in results.items():
         assert len(ys) == 20 and all(y.tobytes() == expected[seed].tobytes() for y in ys)
+
+
+def test_where_no_thread_safe_layer_loads_loops_run_serially() -> None:
+    """numba's chosen layer cannot load (here TBB, which the project does not install): the
+    first team's start raises, and the loops run serially from then on."""
+    pytest.importorskip("numba")
+    if importlib.util.find_spec("tbb") is not None:
+        pytest.skip("TBB is installed here: the layer would load")
+    program = (
+        "import numpy as np\n"
+        "from cannrt.kernels.nn import team\n"
+        "from cannrt.kernels.nn.conv import convolve_into\n"
+        "from cannrt.kernels.nn.window import Window\n"
+        "x = np.ones((1, 32, 40, 40), np.float32); w = np.ones((48, 32, 3, 3), np.float32)\n"
+        "y = np.empty((1, 48, 40, 40), np.float32)\n"
+        "for _ in range(2):\n"
+        "    convolve_into(x, w, None, 1, Window((3, 3), (1, 1), (1, 1), (1, 1), (1, 1)), y, (0, 0.0, 0.0))\n"
+        "print(team._state['usable'], team.TEAMS[0], y[0, 0, 5, 5], y[0, 0, 0, 0])\n"
+    )
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "tbb"}
+    done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "0", "288.0", "128.0"]

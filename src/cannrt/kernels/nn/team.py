@@ -100,18 +100,18 @@ class TeamLoop:
         if flops < TEAM_MIN_FLOPS or not _usable():
             self._serial(*args)
             return
-        if not getattr(_local, "ready", False):
-            with _lock:
-                if _state["pid"] is None:
-                    _first_team()
-            _prepare_thread()
-        TEAMS[0] += 1
         try:
+            if not getattr(_local, "ready", False):
+                with _lock:
+                    if _state["pid"] is None:
+                        _first_team()
+                _prepare_thread()  # starts numba's threads: raises where no thread-safe layer loads
+            TEAMS[0] += 1
             self._parallel(*args)
         except ValueError as error:
             if "threading layer" not in str(error):
                 raise
-            _state["usable"] = False  # numba found no thread-safe layer: serial from now on
+            _state["usable"] = False  # serial from now on
             self._serial(*args)
 
 
