@@ -22,7 +22,7 @@ def _rand(*shape: int, seed: int, dtype: type = np.float32) -> np.ndarray:
 
 
 def _plan(n: int, group: int, mg: int, cg: int, taps: int, out: tuple[int, int], pointwise: bool) -> conv_plan.Plan:
-    return conv_plan.plan(n, group, mg, cg, taps, out[0], out[1], 4, pointwise)
+    return conv_plan.plan(n, group, mg, cg, taps, out[0], out[1], 4, pointwise, False)
 
 
 def test_a_wide_image_is_cut_into_row_bands_of_about_band_bytes_of_im2col() -> None:

@@ -1,6 +1,6 @@
 """conv_gemm._finish, the convolution's one pass of bias + relu: numpy's numbers bit for bit (the
 same add, NaN kept, -0.0 made 0.0 as np.maximum(., 0) makes it), in place over y's rows or from a
-band's product into y's columns; no add without a bias (x + 0.0 would make -0.0 0.0)."""
+product's rows at another pitch into y's; no add without a bias (x + 0.0 would make -0.0 0.0)."""
 
 from __future__ import annotations
 
@@ -36,16 +36,21 @@ def test_in_place_over_rows_of_y_is_numpy_bit_for_bit(dtype: type, relu: bool, b
     whole = np.full((64, 300), 7.0, dtype)
     whole[16:] = y
     expected = _expected(y, bias[16:] if biased else None, relu)
-    rows = whole[16:]
-    conv_gemm._finish(rows, whole, 16, 0, bias, (biased, relu, False))
+    flat = whole.reshape(-1)
+    conv_gemm._finish(flat, 16 * 300, (300, 0), flat, 16 * 300, (300, 0), (48, 1, 300), bias, 16, (biased, relu, False))
     assert np.array_equal(whole[16:].view(np.uint8), expected.view(np.uint8))
     assert (whole[:16] == 7.0).all()
 
 
-def test_from_a_band_into_columns_of_y() -> None:
-    band = _product((16, 45), np.float32)
+def test_from_rows_of_a_wider_product_into_rows_of_y() -> None:
+    """A per-tap product computed at the padded width (9 columns a row, 5 valid): each row's valid
+    columns go to y's row at y's width (7), at an offset."""
+    product = _product((16, 3, 9), np.float32)
     bias = np.linspace(-1, 1, 16, dtype=np.float32)
-    y = np.full((16, 100), 7.0, np.float32)
-    conv_gemm._finish(band, y, 0, 30, bias, (True, True, False))
-    assert np.array_equal(y[:, 30:75].view(np.uint32), _expected(band, bias, True).view(np.uint32))
-    assert (y[:, :30] == 7.0).all() and (y[:, 75:] == 7.0).all()
+    y = np.full((16, 40), 7.0, np.float32)
+    flags = (True, True, False)
+    conv_gemm._finish(product.reshape(-1), 0, (27, 9), y.reshape(-1), 10, (40, 7), (16, 3, 5), bias, 0, flags)
+    for r in range(3):
+        expected = _expected(product[:, r, :5], bias, True)
+        assert np.array_equal(y[:, 10 + 7 * r : 15 + 7 * r].view(np.uint32), expected.view(np.uint32))
+    assert (y[:, :10] == 7.0).all() and (y[:, 31:] == 7.0).all() and (y[:, 15:17] == 7.0).all()

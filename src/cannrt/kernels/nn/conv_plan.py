@@ -26,17 +26,21 @@ from cannrt.kernels.nn import team
 BAND_BYTES = 2 << 20  # im2col bytes per band
 PARTS_MAX_BYTES = 4 << 20  # im2col matrices (all images and groups) up to this are built whole
 MIN_PART_ROWS = 32  # output channels per part of a product cut by output channels
+TAPS_MAX_CHANNELS = 64  # per-tap products (no im2col) for at most this many output channels per group
+TAPS_MIN_CHANNELS = 64  # ... and at least this many input channels per group (each product's depth)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The items of a convolution: bands (n, g, r0, r1), or builds (n, g, c0, c1) of the whole
-    im2col matrices then parts (n, g, m0, m1) of the products; flops of the products."""
+    """The items of a convolution: bands (n, g, r0, r1) (per-tap products when by_taps), or
+    builds (n, g, c0, c1) of the whole im2col matrices then parts (n, g, m0, m1) of the
+    products; flops of the products."""
 
     bands: np.ndarray | None
     builds: np.ndarray
     parts: np.ndarray
     flops: float
+    by_taps: bool = False
 
 
 def _items(rows: list[tuple[int, int, int, int]]) -> np.ndarray:
@@ -50,11 +54,21 @@ def _halves(extent: int, count: int) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=1024)
 def plan(
-    n: int, group: int, mg: int, cg: int, taps: int, rows: int, row_width: int, itemsize: int, pointwise: bool
+    n: int,
+    group: int,
+    mg: int,
+    cg: int,
+    taps: int,
+    rows: int,
+    row_width: int,
+    itemsize: int,
+    pointwise: bool,
+    unit: bool,
 ) -> Plan:
     """The items of a convolution of n images, `group` groups of cg input and mg output
-    channels, `taps` kernel offsets, `rows` output rows of row_width pixels (remembered per
-    shape: every launch of a model's convolution plans the same items)."""
+    channels, `taps` kernel offsets, `rows` output rows of row_width pixels; `unit`: a 1-D or
+    2-D window of unit strides, which may take per-tap products (remembered per shape: every
+    launch of a model's convolution plans the same items)."""
     pixels = rows * row_width
     depth = cg * taps
     flops = 2.0 * n * group * mg * depth * pixels
@@ -69,6 +83,7 @@ def plan(
         builds = [(i, g, c0, c1) for i in range(n) for g in range(group) for c0, c1 in c_cuts]
         parts = [(i, g, m0, m1) for i in range(n) for g in range(group) for m0, m1 in m_cuts]
         return Plan(None, _items(builds), _items(parts), flops)
+    by_taps = unit and taps > 1 and mg <= TAPS_MAX_CHANNELS and cg >= TAPS_MIN_CHANNELS
     count = max(math.ceil(depth * pixels * itemsize / BAND_BYTES), 2 if shared and single else 1)
     bands = [(i, g, r0, r1) for i in range(n) for g in range(group) for r0, r1 in _halves(rows, min(count, rows))]
-    return Plan(_items(bands), _items([]), _items([]), flops)
+    return Plan(_items(bands), _items([]), _items([]), flops, by_taps)

@@ -16,7 +16,6 @@ import numpy as np
 
 from cannrt.abi import TensorArg, Work, tensor_nbytes
 from cannrt.kernels.builtins import ELEMENTS_PER_UNIT, compute_dtype, vector_rate
-from cannrt.kernels.nn import pool_loops
 from cannrt.kernels.nn.common import as_compute, check_scalars, in_planes, register, store
 from cannrt.kernels.nn.window import Window, padded, valid_counts
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError
@@ -56,15 +55,13 @@ def _fill_for(dtype: np.dtype) -> float:
 
 
 def _maxpool(x: np.ndarray, y: np.ndarray, *ints: int) -> None:
+    from cannrt.kernels.nn import pool_loops  # numba: imported by the first max pooling
+
     window = Window.parse("maxpool", x.ndim - 2, ints)
     v = as_compute(x) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
     out = tuple(y.shape[2:])
     if pool_loops.takes(v, y):
-
-        def rows(part: np.ndarray, target: np.ndarray, _: slice) -> None:
-            pool_loops.maxpool_into(part.reshape(-1, *part.shape[2:]), target.reshape(-1, *out), window)
-
-        in_planes(v, y, rows)
+        pool_loops.maxpool_into(v.reshape(-1, *v.shape[2:]), y.reshape(-1, *out), window)
         return
     fill = _fill_for(v.dtype)
     in_planes(v, y, lambda part, target, _: store(target, window.reduce(part, out, np.maximum, fill)))

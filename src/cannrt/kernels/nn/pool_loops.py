@@ -8,35 +8,41 @@ while it is in cache: 0.44-0.49 against 0.83-0.92 ms there, 0.35-0.38 against 0.
 the ceil-mode edge never take part (their taps are skipped), NaN propagates as np.maximum
 propagates it, and of equal values the later tap wins, as np.maximum keeps its second operand
 (the numpy path combines a padded window's taps in another order: there a tied zero's sign may
-differ). It releases the GIL.
+differ). Its planes run on the thread team (team.py), in halves of at least TEAM_PLANE_ELEMENTS
+input elements each. pool.py imports this module (and numba) at its first max pooling.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
+from numba import prange
 
-from cannrt.kernels.nn.jit import LOOP_DTYPES, jit
+from cannrt.kernels.nn.jit import LOOP_DTYPES
+from cannrt.kernels.nn.team import team_loop
 
 MIN_WIDTH = 48  # input columns from which maxpool_into beats the separable numpy reduction
+TEAM_PLANE_ELEMENTS = 1 << 16  # input elements per part of the planes a team thread takes
 
 
-@jit
-def _maxpool_planes(x: np.ndarray, y: np.ndarray, geometry: Any) -> None:
+@numba.njit(cache=True, nogil=True)
+def _maxpool_planes(x: np.ndarray, y: np.ndarray, geometry: Any, p0: int, p1: int) -> None:
     """y[p, oh, ow] = the max over the window taps (i, j) inside x of
     x[p, oh * sh + i * dh - ph, ow * sw + j * dw - pw], -inf where no tap is inside; x is
     (planes, H, W), y (planes, OH, OW), both C-contiguous. Per output row: the max over the
     window's input rows (row_max, contiguous), then per column tap a contiguous run of it (for
-    stride 2 of its even or odd elements, split first: numba does not vectorise a strided read)."""
+    stride 2 of its even or odd elements, split first: numba does not vectorise a strided read).
+    Planes [p0, p1)."""
     kh, kw, sh, sw, dh, dw, ph, pw = geometry
-    planes, height, width = x.shape
+    height, width = x.shape[1], x.shape[2]
     out_h, out_w = y.shape[1], y.shape[2]
     row_max = np.empty(width, dtype=x.dtype)
     evens = np.empty((width + 1) // 2, dtype=x.dtype)
     odds = np.empty(width // 2, dtype=x.dtype)
     half = width // 2
-    for p in range(planes):
+    for p in range(p0, p1):
         plane = x[p]
         for oh in range(out_h):
             target = y[p, oh]
@@ -106,9 +112,19 @@ def takes(x: np.ndarray, y: np.ndarray) -> bool:
     )
 
 
+@team_loop
+def _maxpool_parts(x: np.ndarray, y: np.ndarray, geometry: Any, bounds: np.ndarray) -> None:
+    """_maxpool_planes over the parts [bounds[t], bounds[t + 1]) of the planes."""
+    for t in prange(bounds.size - 1):
+        _maxpool_planes(x, y, geometry, bounds[t], bounds[t + 1])
+
+
 def maxpool_into(x: np.ndarray, y: np.ndarray, window: Any) -> None:
     """y = the 2-D max pooling of x over window (a Window of two spatial axes): x (planes, H, W)
     and y (planes, OH, OW), C-contiguous, of one float dtype."""
     (kh, kw), (sh, sw), (dh, dw) = window.kernel, window.strides, window.dilations
     ph, pw = window.pads_begin
-    _maxpool_planes(x, y, (kh, kw, sh, sw, dh, dw, ph, pw))
+    planes = x.shape[0]
+    parts = max(1, min(2, planes, x.size // TEAM_PLANE_ELEMENTS))
+    bounds = np.linspace(0, planes, parts + 1).astype(np.int64)
+    _maxpool_parts(float(x.size * kh * kw), x, y, (kh, kw, sh, sw, dh, dw, ph, pw), bounds)
