@@ -167,8 +167,7 @@ def convolve_into(
     unit = len(out) <= 2 and all(s == 1 for s in window.strides)
     items = plan(n, group, mg, cg, taps, rows, width, dtype.itemsize, pointwise, unit)
     if items.by_taps:
-        per_tap = w3.reshape(group, mg, cg, taps).transpose(0, 3, 1, 2).copy()
-        conv_gemm.conv_taps(items.flops, x3, per_tap, b, y3, geometry, items.bands, flags)
+        conv_gemm.conv_taps(items.flops, x3, w3, b, y3, geometry, items.bands, flags)
     elif items.bands is not None:
         conv_gemm.conv_bands(items.flops, x3, w3, b, y3, geometry, items.bands, flags)
     else:

@@ -186,16 +186,27 @@ def conv_bands(
 
 @team_loop
 def conv_taps(
-    x3: np.ndarray, wt: np.ndarray, bias: np.ndarray, y3: np.ndarray, g: Geometry, items: np.ndarray, flags: Any
+    x3: np.ndarray, w3: np.ndarray, bias: np.ndarray, y3: np.ndarray, g: Geometry, items: np.ndarray, flags: Any
 ) -> None:
-    """Items (n, g, r0, r1) of a unit-stride 2-D window: the band's padded input rows as one slab,
-    then per kernel offset one product over the slab shifted by the offset (its rows read at the
-    padded width, whose last columns are dropped), added up in BLAS; bias and relu into y.
-    wt is (G, taps, Mg, Cg)."""
-    kh, kw, dh, dw, ow, cg, mg = g[4], g[5], g[10], g[11], g[17], g[19], g[20]
-    pitch = ow + (kw - 1) * dw
+    """Items (n, g, r0, r1) of a unit-stride window: the weights laid out per kernel offset (G,
+    taps, Mg, Cg) first, in parts of output channels; then per band the padded input rows as
+    one slab, and per kernel offset one product over the slab shifted by the offset (its rows
+    read at the padded width, whose last columns are dropped), added up in BLAS; bias and relu
+    into y."""
+    kh, kw, dh, dw, ow, groups, cg, mg = g[4], g[5], g[10], g[11], g[17], g[18], g[19], g[20]
+    taps, pitch = kh * kw, ow + (kw - 1) * dw
     pixels, size = y3.shape[2], x3.itemsize
     yf = y3.reshape(-1)
+    wt = np.empty((groups, taps, mg, cg), w3.dtype)
+    parts = min(mg, 8)
+    for t in prange(groups * parts):
+        gi, part = t // parts, t % parts
+        for m in range(part * mg // parts, (part + 1) * mg // parts):
+            row = w3[gi, m]
+            for tap in range(taps):
+                into = wt[gi, tap, m]
+                for c in range(cg):
+                    into[c] = row[c * taps + tap]
     for t in prange(items.shape[0]):
         n, gi, r0, r1 = items[t, 0], items[t, 1], items[t, 2], items[t, 3]
         rows = r1 - r0 + (kh - 1) * dh

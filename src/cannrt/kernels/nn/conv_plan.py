@@ -1,15 +1,20 @@
 """How a convolution is cut into items for the thread team (kernels/nn/conv_gemm.py runs them).
 
-Two ways, chosen per convolution shape (the cuts depend on the shape alone, never on the host's
-load, so a model's numbers do not either):
+Three ways, chosen per convolution shape (the cuts depend on the shape alone, never on the
+host's load, so a model's numbers do not either; the rules are per-shape timings of the three
+on the light models' convolutions, `benchmarks/conv.py`):
+- taps: a unit-stride window over at least TAPS_MIN_CHANNELS input channels takes per-tap
+  products, in bands of output rows (two; four for at most TAPS_FEW_OUTPUTS output channels over
+  at least 16 rows). No im2col matrix: per band one zero-padded slab, and per kernel offset one
+  product over the slab shifted by the offset. Not when the output channels could be cut in
+  parts and a band's products would be thinner than TAPS_MIN_WIDTH columns (a 7 x 7 image).
 - parts: when the whole im2col matrix of an image is small (PARTS_MAX_BYTES, it stays in L2) or
-  is x itself (a pointwise window), it is built once, its rows cut by input channels among the
-  team, and the product is cut by output channels (parts of at least MIN_PART_ROWS rows): each
-  part writes its rows of y directly.
-- bands: larger matrices are cut into bands of output rows of about BAND_BYTES of im2col each
-  (a band's matrix stays in L2 while its product reads it), at least two for a single image and
-  group, each band one product into a buffer, then the bias and relu into y. A pointwise window
-  with few output channels takes bands too (its im2col is a copy of the band).
+  is x itself (a pointwise window), and there are many output channels (PARTS_MIN_OUTPUTS, or
+  more than the image has pixels), the matrix is built once, its rows cut by input channels,
+  and the product is cut by output channels: each part writes its rows of y directly.
+- bands: otherwise bands of output rows of about BAND_BYTES of im2col each (a band's matrix
+  stays in L2 while its product reads it; a pointwise band reads x in place), at least two for a
+  single image and group.
 Kernels below team.TEAM_MIN_FLOPS are one item.
 """
 
@@ -23,11 +28,13 @@ import numpy as np
 
 from cannrt.kernels.nn import team
 
-BAND_BYTES = 2 << 20  # im2col bytes per band
+BAND_BYTES = 1 << 20  # im2col bytes per band
 PARTS_MAX_BYTES = 4 << 20  # im2col matrices (all images and groups) up to this are built whole
 MIN_PART_ROWS = 32  # output channels per part of a product cut by output channels
-TAPS_MAX_CHANNELS = 64  # per-tap products (no im2col) for at most this many output channels per group
-TAPS_MIN_CHANNELS = 64  # ... and at least this many input channels per group (each product's depth)
+PARTS_MIN_OUTPUTS = 256  # output channels from which parts beat bands whatever the image's size
+TAPS_MIN_CHANNELS = 16  # input channels per group from which per-tap products beat im2col
+TAPS_MIN_WIDTH = 64  # columns of a band's per-tap products below which parts are better
+TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four bands
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,13 @@ def _halves(extent: int, count: int) -> list[tuple[int, int]]:
     return [(start, min(start + step, extent)) for start in range(0, extent, step)]
 
 
+def _bands(n: int, group: int, rows: int, count: int) -> np.ndarray:
+    """Per image and group, `count` bands of output rows (at most one a row)."""
+    return _items(
+        [(i, g, r0, r1) for i in range(n) for g in range(group) for r0, r1 in _halves(rows, min(count, rows))]
+    )
+
+
 @functools.lru_cache(maxsize=1024)
 def plan(
     n: int,
@@ -74,16 +88,18 @@ def plan(
     flops = 2.0 * n * group * mg * depth * pixels
     shared = flops >= team.TEAM_MIN_FLOPS
     single = n * group == 1
+    split = shared and single
+    partable = mg >= 2 * MIN_PART_ROWS
+    if unit and taps > 1 and cg >= TAPS_MIN_CHANNELS:
+        count = (4 if mg <= TAPS_FEW_OUTPUTS and rows >= 16 else 2) if split else 1
+        if not (partable and -(-rows // count) * row_width < TAPS_MIN_WIDTH):
+            return Plan(_bands(n, group, rows, count), _items([]), _items([]), flops, True)
     matrices = 0 if pointwise else n * group * depth * pixels * itemsize
-    few_rows = mg < 2 * MIN_PART_ROWS
-    wide = shared and single and rows > 1 and (few_rows or pixels > mg)  # bands read less than parts
-    if matrices <= PARTS_MAX_BYTES and not wide:
-        m_cuts = _halves(mg, 2 if shared and single and not few_rows else 1)
-        c_cuts = [] if pointwise else _halves(cg, 2 if shared and single and cg > 1 else 1)
+    if matrices <= PARTS_MAX_BYTES and (not split or (partable and (mg >= PARTS_MIN_OUTPUTS or pixels <= mg))):
+        m_cuts = _halves(mg, 2 if split else 1)
+        c_cuts = [] if pointwise else _halves(cg, 2 if split and cg > 1 else 1)
         builds = [(i, g, c0, c1) for i in range(n) for g in range(group) for c0, c1 in c_cuts]
         parts = [(i, g, m0, m1) for i in range(n) for g in range(group) for m0, m1 in m_cuts]
         return Plan(None, _items(builds), _items(parts), flops)
-    by_taps = unit and taps > 1 and mg <= TAPS_MAX_CHANNELS and cg >= TAPS_MIN_CHANNELS
-    count = max(math.ceil(depth * pixels * itemsize / BAND_BYTES), 2 if shared and single else 1)
-    bands = [(i, g, r0, r1) for i in range(n) for g in range(group) for r0, r1 in _halves(rows, min(count, rows))]
-    return Plan(_items(bands), _items([]), _items([]), flops, by_taps)
+    count = max(math.ceil((cg if pointwise else depth) * pixels * itemsize / BAND_BYTES), 2 if split else 1)
+    return Plan(_bands(n, group, rows, count), _items([]), _items([]), flops)
