@@ -21,8 +21,10 @@ def _rand(*shape: int, seed: int, dtype: type = np.float32) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def _plan(n: int, group: int, mg: int, cg: int, taps: int, out: tuple[int, int], pointwise: bool) -> conv_plan.Plan:
-    return conv_plan.plan(n, group, mg, cg, taps, out[0], out[1], 4, pointwise, False)
+def _plan(
+    n: int, group: int, mg: int, cg: int, taps: int, out: tuple[int, int], pointwise: bool, unit: bool = False
+) -> conv_plan.Plan:
+    return conv_plan.plan(n, group, mg, cg, taps, out[0], out[1], 4, pointwise, unit)
 
 
 def test_a_wide_image_is_cut_into_row_bands_of_about_band_bytes_of_im2col() -> None:
@@ -56,6 +58,23 @@ def test_few_output_channels_or_more_pixels_than_channels_take_bands() -> None:
     assert _plan(1, 1, 64, 256, 1, (56, 56), True).bands is not None  # 3136 pixels > 64 channels
     assert _plan(1, 1, MIN_PART_ROWS, 512, 1, (13, 13), True).bands is not None
     assert _plan(1, 1, 1024, 256, 1, (14, 14), True).bands is None
+
+
+def test_a_unit_stride_window_over_enough_input_channels_takes_per_tap_products() -> None:
+    items = _plan(1, 1, 32, 128, 9, (56, 56), False, unit=True)
+    assert items.by_taps and items.bands is not None and len(items.bands) == 4  # few outputs, many rows
+    items = _plan(1, 1, 128, 128, 9, (28, 28), False, unit=True)
+    assert items.by_taps and [tuple(row) for row in items.bands] == [(0, 0, 0, 14), (0, 0, 14, 28)]
+    assert not _plan(1, 1, 64, 8, 9, (56, 56), False, unit=True).by_taps  # shallow products: im2col
+    assert not _plan(1, 1, 64, 64, 9, (28, 28), False, unit=False).by_taps  # strided
+
+
+def test_a_small_image_with_many_output_channels_takes_parts_over_per_tap_products() -> None:
+    """Two bands of a 14 x 14 image give per-tap products 98 columns wide: cut the output channels."""
+    for size, channels in ((14, 256), (7, 512)):
+        items = _plan(1, 1, channels, channels, 9, (size, size), False, unit=True)
+        assert not items.by_taps and items.bands is None and len(items.parts) == 2
+    assert _plan(1, 1, 32, 128, 9, (7, 7), False, unit=True).by_taps  # too few channels for parts
 
 
 def test_a_small_convolution_is_one_item() -> None:

@@ -7,10 +7,10 @@ on the light models' convolutions, `benchmarks/conv.py`):
   products, in bands of output rows (two; four for at most TAPS_FEW_OUTPUTS output channels over
   at least 16 rows). No im2col matrix: per band one zero-padded slab, and per kernel offset one
   product over the slab shifted by the offset. Not when the output channels could be cut in
-  parts and a band's products would be thinner than TAPS_MIN_WIDTH columns (a 7 x 7 image).
+  parts and a band's products would be thinner than TAPS_MIN_WIDTH columns (a 14 x 14 image).
 - parts: when the whole im2col matrix of an image is small (PARTS_MAX_BYTES, it stays in L2) or
   is x itself (a pointwise window), and there are many output channels (PARTS_MIN_OUTPUTS, or
-  more than the image has pixels), the matrix is built once, its rows cut by input channels,
+  more than half as many as the image has pixels), the matrix is built once, its rows cut by input channels,
   and the product is cut by output channels: each part writes its rows of y directly.
 - bands: otherwise bands of output rows of about BAND_BYTES of im2col each (a band's matrix
   stays in L2 while its product reads it; a pointwise band reads x in place), at least two for a
@@ -33,7 +33,7 @@ PARTS_MAX_BYTES = 4 << 20  # im2col matrices (all images and groups) up to this 
 MIN_PART_ROWS = 32  # output channels per part of a product cut by output channels
 PARTS_MIN_OUTPUTS = 256  # output channels from which parts beat bands whatever the image's size
 TAPS_MIN_CHANNELS = 16  # input channels per group from which per-tap products beat im2col
-TAPS_MIN_WIDTH = 64  # columns of a band's per-tap products below which parts are better
+TAPS_MIN_WIDTH = 128  # columns of a band's per-tap products below which parts are better
 TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four bands
 
 
@@ -95,7 +95,7 @@ def plan(
         if not (partable and -(-rows // count) * row_width < TAPS_MIN_WIDTH):
             return Plan(_bands(n, group, rows, count), _items([]), _items([]), flops, True)
     matrices = 0 if pointwise else n * group * depth * pixels * itemsize
-    if matrices <= PARTS_MAX_BYTES and (not split or (partable and (mg >= PARTS_MIN_OUTPUTS or pixels <= mg))):
+    if matrices <= PARTS_MAX_BYTES and (not split or (partable and (mg >= PARTS_MIN_OUTPUTS or pixels <= 2 * mg))):
         m_cuts = _halves(mg, 2 if split else 1)
         c_cuts = [] if pointwise else _halves(cg, 2 if split and cg > 1 else 1)
         builds = [(i, g, c0, c1) for i in range(n) for g in range(group) for c0, c1 in c_cuts]
