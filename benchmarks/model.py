@@ -51,6 +51,9 @@ GOAL_RATIO, MOONSHOT_RATIO = 2.0, 1.2
 GOAL_HOST_SHARE = 0.05
 GOAL_PLAN_OVER_BOUND = 1.01
 GOAL_COMPILE_S = {"resnet50": 10.0}
+# between the runs: the kernels' thread team spins for a few ms after its last item (GNU OpenMP's
+# wait policy) and would take a core from onnxruntime's run that follows; each starts on idle cores
+SETTLE_S = 0.01
 
 
 @dataclass
@@ -139,9 +142,11 @@ def measure(name: str, runs: int, precision: str, clock: KernelClock | None = No
         runner(**feeds)
         cannrt_s.append(runner.stats.wall_s)
         host_s.append(runner.stats.submit_s)
+        time.sleep(SETTLE_S)
         began = time.perf_counter()
         session.run(None, feeds)
         ort_s.append(time.perf_counter() - began)
+        time.sleep(SETTLE_S)
     if clock is not None:
         clock.on = False
     figures = runner.feature_map_bytes()

@@ -1,6 +1,6 @@
-"""Every op test starts with the kernels' helper thread trusted: a stall on the loaded test
-machine (kernels/nn/blas.py backs off after one) never decides whether a later test's kernel
-is shared between the host threads."""
+"""Every op test starts with the kernels' helper thread and thread team trusted: a stall or a
+crowded team on the loaded test machine (kernels/nn/blas.py and team.py back off after one)
+never decides whether a later test's kernel is shared between the host threads."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from cannrt.kernels.nn import blas
+from cannrt.kernels.nn import blas, team
 
 
 @pytest.fixture(autouse=True)
 def _helper_thread_trusted() -> Iterator[None]:
     blas.reset_backoff()
+    team.reset_backoff()
     yield

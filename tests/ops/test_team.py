@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -100,3 +101,27 @@ def test_where_no_thread_safe_layer_loads_loops_run_serially() -> None:
     done = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "0", "288.0", "128.0"]
+
+
+def test_a_crowded_team_sends_the_next_loops_to_their_serial_twins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU clock that never advances: the caller was off its core for the whole call (as when
+    other processes hold the cores, or its team shares its core), whatever this machine's load."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 64, 56, 56)).astype(np.float32)
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+    y = np.empty((1, 64, 56, 56), np.float32)
+    team.reset_backoff()
+    monkeypatch.setattr(team, "thread_clock", lambda: 0.0)
+    teams, crowded = team.TEAMS[0], team.CROWDED[0]
+    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))  # about 1 ms: longer than blas.STALL_MIN_S
+    assert team.TEAMS[0] == teams + 1 and team.CROWDED[0] == crowded + 1
+    expected = y.copy()
+    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))  # backed off: serial, the same numbers
+    assert team.TEAMS[0] == teams + 1 and y.tobytes() == expected.tobytes()
+    team._backoff[0] = 1e-9  # the back-off ran out: a team again, crowded again, a longer back-off
+    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))
+    assert team.TEAMS[0] == teams + 2 and team._backoff[1] == 2 * team.BACKOFF_MIN_S
+    monkeypatch.setattr(team, "thread_clock", time.perf_counter)  # on its core throughout
+    team._backoff[0] = 1e-9
+    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))
+    assert team.TEAMS[0] == teams + 3 and team._backoff == [0.0, team.BACKOFF_MIN_S]

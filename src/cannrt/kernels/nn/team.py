@@ -12,7 +12,13 @@ serial twin runs the same items in the same order, so a result never depends on 
 - a small kernel (fewer than TEAM_MIN_FLOPS) runs serially: a team costs more than it gains;
 - in a process forked after this one started a team (GNU OpenMP's threads do not survive a
   fork: a team there would hang), and where numba has no thread-safe layer (its workqueue
-  layer aborts when two threads start teams at once: two devices' workers) or cannot start one.
+  layer aborts when two threads start teams at once: two devices' workers) or cannot start one;
+- for a while after a crowded team: its caller was off its core for a share of the call
+  (blas.crowded: other processes hold the cores, or the scheduler put the team's threads on one
+  core, where GNU OpenMP's spinning waits cost a time slice per barrier: on this project's
+  2-core machines under load, a loop of 0.2 ms items took 6 ms a call). Loops then run serially
+  for BACKOFF_MIN_S, doubled up to BACKOFF_MAX_S while the teams tried again are crowded too,
+  and back to the shortest after a team that was not.
 The threads' BLAS is limited to one thread as the kernels' own is (blas.limit_blas_threads,
 again once numba has loaded SciPy's BLAS for np.dot).
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -33,14 +40,35 @@ _lock = threading.Lock()
 _state: dict[str, Any] = {"pid": None, "usable": None}  # the process that started a team; layer usable
 _local = threading.local()
 TEAMS = [0]  # loops run on a team so far (tests read it)
+CROWDED = [0]  # teams whose caller was off its core (tests read it)
+BACKOFF_MIN_S, BACKOFF_MAX_S = 0.05, 2.0
+_backoff = [0.0, BACKOFF_MIN_S]  # perf_counter() until which loops run serially; the next length
+thread_clock = time.thread_time  # CPU time of the calling thread (tests replace it)
 
 
 def _usable() -> bool:
     """Whether this process may start a team now (see the module docstring)."""
-    if _state["usable"] is False:
+    if _state["usable"] is False or (_backoff[0] and time.perf_counter() < _backoff[0]):
         return False
     pid = _state["pid"]
     return pid is None or pid == os.getpid()
+
+
+def reset_backoff() -> None:
+    """Start teams again from the next loop (tests start from this state)."""
+    _backoff[0], _backoff[1] = 0.0, BACKOFF_MIN_S
+
+
+def _judge(wall: float, off_core: float) -> None:
+    """Back off after a crowded team (blas.crowded), or end a back-off after one that was not."""
+    with _lock:
+        if blas.crowded(wall, off_core):
+            CROWDED[0] += 1
+            retried = _backoff[0] != 0.0
+            _backoff[0] = time.perf_counter() + _backoff[1]
+            _backoff[1] = min(2 * _backoff[1], BACKOFF_MAX_S) if retried else BACKOFF_MIN_S
+        elif _backoff[0]:
+            reset_backoff()
 
 
 def _prepare_thread() -> None:
@@ -107,7 +135,10 @@ class TeamLoop:
                         _first_team()
                 _prepare_thread()  # starts numba's threads: raises where no thread-safe layer loads
             TEAMS[0] += 1
+            started, cpu = time.perf_counter(), thread_clock()
             self._parallel(*args)
+            wall = time.perf_counter() - started
+            _judge(wall, wall - (thread_clock() - cpu))
         except ValueError as error:
             if "threading layer" not in str(error):
                 raise
