@@ -137,10 +137,12 @@ class TeamLoop:
                         _first_team()
                 _prepare_thread()  # starts numba's threads: raises where no thread-safe layer loads
             TEAMS[0] += 1
+            compiled = len(self._parallel.overloads)  # type: ignore[attr-defined]
             started, cpu = time.perf_counter(), thread_clock()
             self._parallel(*args)
             wall = time.perf_counter() - started
-            _judge(wall, wall - (thread_clock() - cpu))
+            if len(self._parallel.overloads) == compiled:  # type: ignore[attr-defined]
+                _judge(wall, wall - (thread_clock() - cpu))  # not a compile or a cache load: timed
         except ValueError as error:
             if "threading layer" not in str(error):
                 raise
