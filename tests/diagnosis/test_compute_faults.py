@@ -14,6 +14,7 @@ import cannrt
 from cannrt import CannError, ErrorCode
 from cannrt.device.dumps import writes_an_input
 from cannrt.kernels import builtins
+from cannrt.kernels.nn import conv
 from cannrt.tools.dump import load_dump_dir
 from cannrt.tools.manifest import load_manifest
 
@@ -99,6 +100,39 @@ def test_an_ai_core_overflow_with_overflow_detection_fails_with_207003(npu: Npu,
     assert record.error_bits == ("VEC_INF_NAN",) and record.arg_name == "out"
     assert record.source.startswith(f"{builtins.__file__}:") and record.source.endswith(" in _matmul")
     check_after_fault(npu, ctx, 207003)
+
+
+CONV_3X3 = (1, 0, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0.0, 0.0)  # group, no activation, window, alpha, beta
+
+
+@pytest.mark.parametrize("channels", [4, 64])  # one item on one thread; items on the thread team
+def test_a_convolution_whose_products_overflow_fails_with_207003(npu: Npu, tmp_path: Path, channels: int) -> None:
+    """The products run in BLAS on the kernels' thread team, out of numpy's float status: the
+    convolution reports the inf it made itself."""
+    ctx = npu.ctx(0)
+    stream = ctx.create_stream()
+    _, x = _upload(npu, np.full((1, channels, 32, 32), 1e20, np.float32))
+    _, w = _upload(npu, np.full((channels, channels, 3, 3), 1e20, np.float32))  # 1e40 > 3.4e38
+    out, y = _upload(npu, np.zeros((1, channels, 32, 32), np.float32))
+    with pytest.raises(CannError), cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
+        npu.launch(stream, "nn.conv", x, w, y, *CONV_3X3)
+        error = sync_error(stream)
+    assert error.code == int(ErrorCode.RT_AICORE_OVER_FLOW) == 207003
+    record = only_record(ctx)
+    assert record.error_bits == ("VEC_INF_NAN",) and record.source.startswith(f"{conv.__file__}:")
+    check_after_fault(npu, ctx, 207003)
+
+
+def test_without_detection_a_convolution_overflow_sets_the_overflow_status(npu: Npu) -> None:
+    stream = npu.ctx(0).create_stream()
+    _, x = _upload(npu, np.full((1, 64, 32, 32), 1e20, np.float32))
+    _, w = _upload(npu, np.full((64, 64, 3, 3), 1e20, np.float32))
+    out, y = _upload(npu, np.zeros((1, 64, 32, 32), np.float32))
+    npu.driver.overflow_status(0, reset=True)
+    npu.launch(stream, "nn.conv", x, w, y, *CONV_3X3)
+    stream.synchronize(timeout_ms=1000)
+    assert np.isinf(npu.download(out, 64 * 32 * 32, np.float32)).all()
+    assert int.from_bytes(npu.driver.overflow_status(0, reset=True)[:8], "little") == 2
 
 
 def test_without_detection_an_overflow_gives_inf_and_sets_the_overflow_status(npu: Npu) -> None:

@@ -130,6 +130,17 @@ _NO_BIAS = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64):
 _NO_COLS = {dtype: np.empty((1, 1, 1), dtype) for dtype in _NO_BIAS}
 
 
+_HUGE = np.float32(3e38)
+
+
+def _raise_overflow_flag() -> None:
+    """Raise numpy's overflow flag on this thread, where the device reads a kernel's float status
+    (the products ran on the team's threads and in BLAS, out of its sight). Only under a callback
+    policy (the device's): a direct call does not warn."""
+    if np.geterr()["over"] == "call":
+        np.multiply(_HUGE, _HUGE)
+
+
 def convolve_into(
     x: np.ndarray,
     w: np.ndarray,
@@ -166,13 +177,16 @@ def convolve_into(
     rows, width = math.prod(geometry[15:17]), geometry[17]
     unit = len(out) <= 2 and all(s == 1 for s in window.strides)
     items = plan(n, group, mg, cg, taps, rows, width, dtype.itemsize, pointwise, unit)
-    if items.by_taps:
-        conv_gemm.conv_taps(items.flops, x3, w3, b, y3, geometry, items.bands, flags)
-    elif items.bands is not None:
-        conv_gemm.conv_bands(items.flops, x3, w3, b, y3, geometry, items.bands, flags)
+    if items.bands is not None:
+        status = np.zeros(len(items.bands))
+        loop = conv_gemm.conv_taps if items.by_taps else conv_gemm.conv_bands
+        loop(items.flops, x3, w3, b, y3, geometry, items.bands, flags, status)
     else:
         cols = _NO_COLS[dtype] if pointwise else np.empty((n * group, cg * taps, rows * width), dtype)
-        conv_gemm.conv_parts(items.flops, x3, w3, b, y3, geometry, items.builds, items.parts, cols, flags)
+        status = np.zeros(len(items.parts))
+        conv_gemm.conv_parts(items.flops, x3, w3, b, y3, geometry, items.builds, items.parts, cols, flags, status)
+    if status.any():  # inf or nan (NaN is true): the flag numpy's status would have shown
+        _raise_overflow_flag()
     if code not in (ACT_NONE, ACT_RELU):
         activate(target, *activation)
     if target is not y:
