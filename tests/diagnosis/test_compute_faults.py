@@ -113,7 +113,7 @@ def test_a_convolution_whose_products_overflow_fails_with_207003(npu: Npu, tmp_p
     stream = ctx.create_stream()
     _, x = _upload(npu, np.full((1, channels, 32, 32), 1e20, np.float32))
     _, w = _upload(npu, np.full((channels, channels, 3, 3), 1e20, np.float32))  # 1e40 > 3.4e38
-    out, y = _upload(npu, np.zeros((1, channels, 32, 32), np.float32))
+    _, y = _upload(npu, np.zeros((1, channels, 32, 32), np.float32))
     with pytest.raises(CannError), cannrt.dump(tmp_path, mode="overflow", runtime=npu.rt):
         npu.launch(stream, "nn.conv", x, w, y, *CONV_3X3)
         error = sync_error(stream)

@@ -11,8 +11,9 @@ row pitches, so a band's product is written into y itself, a pointwise band read
 the per-tap products of a unit-stride window read shifted views of one padded slab and add up in
 BLAS (beta 1). The products run where numpy's float status cannot see them: each item's last
 pass over its outputs reports whether any was inf or nan (`status`), for the device's overflow
-detection (conv.py raises numpy's flag from it). Index arithmetic is unsigned in the copy loops: numba's wraparound test on signed
-indices keeps LLVM from vectorising them (a 1.8 MB im2col matrix: 0.52 -> 0.15 ms).
+detection (conv.py raises numpy's flag from it). Index arithmetic is unsigned in the copy loops:
+numba's wraparound test on signed indices keeps LLVM from vectorising them (a 1.8 MB im2col
+matrix: 0.52 -> 0.15 ms).
 """
 
 from __future__ import annotations
