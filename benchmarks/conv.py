@@ -72,23 +72,27 @@ def cuts(shape: Shape) -> dict[str, Callable[[], None]]:
     y = np.empty((1, m, out, out), np.float32)
     window = Window((k, k), (stride, stride), (1, 1), (pad, pad), (pad, pad))
     geometry = conv._geometry(x, window, (out, out), 1, c, m)
-    x3, w3, y3 = x.reshape(1, c, -1), w.reshape(1, m, -1), y.reshape(1, m, -1)
+    arrays = (x.reshape(1, c, -1), w.reshape(1, m, -1), b, y.reshape(1, m, -1))
     pointwise = k == 1 and stride == 1 and pad == 0
     flags = (True, True, pointwise)
     flops = 2.0 * m * c * k * k * out * out
     found: dict[str, Callable[[], None]] = {"chosen": lambda: conv.convolve_into(x, w, b, 1, window, y, (1, 0.0, 0.0))}
     for count in (2, 4):
         bands = conv_plan._bands(1, 1, out, count)
-        found[f"bands {count}"] = lambda bands=bands: conv_gemm.conv_bands(flops, x3, w3, b, y3, geometry, bands, flags)
+        found[f"bands {count}"] = lambda bands=bands: conv_gemm.conv_bands(
+            flops, arrays, geometry, bands, flags, np.zeros(len(bands))
+        )
         if stride == 1 and k > 1:
             found[f"taps {count}"] = lambda bands=bands: conv_gemm.conv_taps(
-                flops, x3, w3, b, y3, geometry, bands, flags
+                flops, arrays, geometry, bands, flags, np.zeros(len(bands))
             )
     if m >= 2 * conv_plan.MIN_PART_ROWS:
         cols = np.empty((1, 1, 1) if pointwise else (1, c * k * k, out * out), np.float32)
         builds = conv_plan._items([] if pointwise else [(0, 0, c0, c1) for c0, c1 in conv_plan._halves(c, 2)])
         parts = conv_plan._items([(0, 0, m0, m1) for m0, m1 in conv_plan._halves(m, 2)])
-        found["parts"] = lambda: conv_gemm.conv_parts(flops, x3, w3, b, y3, geometry, builds, parts, cols, flags)
+        found["parts"] = lambda: conv_gemm.conv_parts(
+            flops, arrays, geometry, builds, parts, cols, flags, np.zeros(len(parts))
+        )
     a = rng.standard_normal((m, c * k * k), dtype=np.float32)
     columns = rng.standard_normal((c * k * k, out * out), dtype=np.float32)
     product = np.empty((m, out * out), np.float32)

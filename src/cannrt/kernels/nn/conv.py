@@ -180,11 +180,12 @@ def convolve_into(
     if items.bands is not None:
         status = np.zeros(len(items.bands))
         loop = conv_gemm.conv_taps if items.by_taps else conv_gemm.conv_bands
-        loop(items.flops, x3, w3, b, y3, geometry, items.bands, flags, status)
+        loop(items.flops, (x3, w3, b, y3), geometry, items.bands, flags, status)
     else:
         cols = _NO_COLS[dtype] if pointwise else np.empty((n * group, cg * taps, rows * width), dtype)
         status = np.zeros(len(items.parts))
-        conv_gemm.conv_parts(items.flops, x3, w3, b, y3, geometry, items.builds, items.parts, cols, flags, status)
+        arrays = (x3, w3, b, y3)
+        conv_gemm.conv_parts(items.flops, arrays, geometry, items.builds, items.parts, cols, flags, status)
     if status.any():  # inf or nan (NaN is true): the flag numpy's status would have shown
         _raise_overflow_flag()
     if code not in (ACT_NONE, ACT_RELU):

@@ -29,6 +29,7 @@ from numba.extending import get_cython_function_address
 from cannrt.kernels.nn.team import team_loop
 
 Geometry = tuple[int, ...]
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # x (N, C, S), w (G, Mg, K), bias (M,), y (N, M, P)
 
 for _name in ("sgemm", "dgemm"):  # by name, so that numba's disk cache stays valid across processes
     llvmlite.binding.add_symbol("cannrt_" + _name, get_cython_function_address("scipy.linalg.cython_blas", _name))
@@ -165,18 +166,10 @@ def _finish(
 
 
 @team_loop
-def conv_bands(
-    x3: np.ndarray,
-    w3: np.ndarray,
-    bias: np.ndarray,
-    y3: np.ndarray,
-    g: Geometry,
-    items: np.ndarray,
-    flags: Any,
-    status: np.ndarray,
-) -> None:
+def conv_bands(arrays: Arrays, g: Geometry, items: np.ndarray, flags: Any, status: np.ndarray) -> None:
     """Items (n, g, r0, r1): per band its im2col matrix (a pointwise window reads x in place),
     one product into y's band, then the bias and relu over it (status[t]: _finish's check)."""
+    x3, w3, bias, y3 = arrays
     cg, mg, ow, pointwise = g[19], g[20], g[17], flags[2]
     k, pixels, size = w3.shape[2], y3.shape[2], x3.itemsize
     yf = y3.reshape(-1)
@@ -198,21 +191,13 @@ def conv_bands(
 
 
 @team_loop
-def conv_taps(
-    x3: np.ndarray,
-    w3: np.ndarray,
-    bias: np.ndarray,
-    y3: np.ndarray,
-    g: Geometry,
-    items: np.ndarray,
-    flags: Any,
-    status: np.ndarray,
-) -> None:
+def conv_taps(arrays: Arrays, g: Geometry, items: np.ndarray, flags: Any, status: np.ndarray) -> None:
     """Items (n, g, r0, r1) of a unit-stride window: the weights laid out per kernel offset (G,
     taps, Mg, Cg) first, in parts of output channels; then per band the padded input rows as
     one slab, and per kernel offset one product over the slab shifted by the offset (its rows
     read at the padded width, whose last columns are dropped), added up in BLAS; bias and relu
     into y."""
+    x3, w3, bias, y3 = arrays
     kh, kw, dh, dw, ow, groups, cg, mg = g[4], g[5], g[10], g[11], g[17], g[18], g[19], g[20]
     taps, pitch = kh * kw, ow + (kw - 1) * dw
     pixels, size = y3.shape[2], x3.itemsize
@@ -245,20 +230,12 @@ def conv_taps(
 
 @team_loop
 def conv_parts(
-    x3: np.ndarray,
-    w3: np.ndarray,
-    bias: np.ndarray,
-    y3: np.ndarray,
-    g: Geometry,
-    builds: np.ndarray,
-    items: np.ndarray,
-    cols: np.ndarray,
-    flags: Any,
-    status: np.ndarray,
+    arrays: Arrays, g: Geometry, builds: np.ndarray, items: np.ndarray, cols: np.ndarray, flags: Any, status: np.ndarray
 ) -> None:
     """Builds (n, g, c0, c1): rows of the whole im2col matrix of (n, g) into cols[n * G + g]
     (none for a pointwise window: the matrix is x's channels); then items (n, g, m0, m1): weight
     rows [m0, m1) times that matrix straight into y's rows, bias and relu in place."""
+    x3, w3, bias, y3 = arrays
     groups, cg, mg, rows = g[18], g[19], g[20], g[15] * g[16]
     taps = g[3] * g[4] * g[5]
     k, pixels, size, pointwise = w3.shape[2], y3.shape[2], x3.itemsize, flags[2]
