@@ -63,6 +63,12 @@ def test_without_a_thread_safe_layer_loops_run_serially(monkeypatch: pytest.Monk
     assert team.TEAMS[0] == before and y.tobytes() == expected.tobytes()
 
 
+def test_the_crowded_rule_needs_a_long_wait_off_the_core() -> None:
+    assert team.crowded(wall=0.01, off_core=0.005)
+    assert not team.crowded(wall=0.01, off_core=0.002)  # on its core for 80 % of the call
+    assert not team.crowded(wall=0.0012, off_core=0.0009)  # shorter than CROWDED_MIN_S: a preemption
+
+
 def test_two_threads_run_teams_at_once() -> None:
     expected = {seed: _conv(seed)[1] for seed in (3, 4)}
     results: dict[int, list[np.ndarray]] = {3: [], 4: []}
@@ -113,8 +119,9 @@ def test_a_crowded_team_sends_the_next_loops_to_their_serial_twins(monkeypatch: 
     convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))  # compiled or loaded: later calls are judged
     team.reset_backoff()
     monkeypatch.setattr(team, "thread_clock", lambda: 0.0)
+    monkeypatch.setattr(team, "CROWDED_MIN_S", 1e-4)  # a fast machine: the call may take under 1 ms
     teams, crowded = team.TEAMS[0], team.CROWDED[0]
-    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))  # about 1 ms: longer than blas.STALL_MIN_S
+    convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))  # 1-2 ms: longer than team.CROWDED_MIN_S
     assert team.TEAMS[0] == teams + 1 and team.CROWDED[0] == crowded + 1
     expected = y.copy()
     convolve_into(x, w, None, 1, WINDOW, y, (0, 0.0, 0.0))  # backed off: serial, the same numbers

@@ -14,7 +14,7 @@ serial twin runs the same items in the same order, so a result never depends on 
   fork: a team there would hang), and where numba has no thread-safe layer (its workqueue
   layer aborts when two threads start teams at once: two devices' workers) or cannot start one;
 - for a while after a crowded team: its caller was off its core for a share of the call
-  (blas.crowded: other processes hold the cores, or the scheduler put the team's threads on one
+  (`crowded`: other processes hold the cores, or the scheduler put the team's threads on one
   core, where GNU OpenMP's spinning waits cost a time slice per barrier: on this project's
   2-core machines under load, a loop of 0.2 ms items took 6 ms a call; a core that idled for
   tens of ms is slow to come back in their virtual machines, too). Loops then run serially for
@@ -61,10 +61,22 @@ def reset_backoff() -> None:
     _backoff[0], _backoff[1] = 0.0, BACKOFF_MIN_S
 
 
+CROWDED_SHARE = 0.3  # a crowded team: its caller was off its core this share of the call ...
+CROWDED_MIN_S = 1e-3  # ... and this long (a core shared with a spinning team thread costs a time slice)
+
+
+def crowded(wall: float, off_core: float) -> bool:
+    """Whether a team call was crowded: its caller off its core for CROWDED_SHARE of the call and
+    CROWDED_MIN_S at least. Shorter waits (a preemption, another runtime's threads finishing)
+    cost less than a back-off: in turns with onnxruntime, a 0.2 ms floor sent squeezenet's
+    executes to their serial speed (10.6 against 7.0 ms)."""
+    return off_core > CROWDED_MIN_S and off_core > CROWDED_SHARE * wall
+
+
 def _judge(wall: float, off_core: float) -> None:
-    """Back off after a crowded team (blas.crowded), or end a back-off after one that was not."""
+    """Back off after a crowded team, or end a back-off after one that was not."""
     with _lock:
-        if blas.crowded(wall, off_core):
+        if crowded(wall, off_core):
             CROWDED[0] += 1
             retried = _backoff[0] != 0.0
             _backoff[0] = time.perf_counter() + _backoff[1]
