@@ -49,6 +49,7 @@ GOAL_RATIO = 1.10
 GOAL_BYTES_PER_TASK = 200
 GOAL_RSS_MIB = 200
 BATCH = 10000  # launches between synchronizes in the RSS children
+SETTLED = 1024  # completed tasks a log settles at once in the stage benchmark (an SQ's depth)
 
 
 def launch_bound(stream: cannrt.Stream, tasks: int) -> None:
@@ -227,9 +228,9 @@ def stages(tasks: int, repeats: int) -> list[tuple[str, float, float]]:
 
         def rows() -> TaskChunk:
             log = TaskLog(0, HeldChunk(tasks))
-            append = log.append
-            for task in done:
-                append(task)  # the last one hands the chunk over
+            for first in range(0, tasks, SETTLED):  # as the timeline hands them over
+                log.pending += done[first : first + SETTLED]
+                log.settle()  # the last one hands the chunk over
             assert log.sink is not None
             chunk: TaskChunk | None = log.sink.last  # type: ignore[attr-defined]
             assert chunk is not None and chunk.tasks == tasks

@@ -112,7 +112,7 @@ class Engines:
                     end = at + block_ns[0] if at == start else at + block_ns[0] + self._block_launch_ns
                     heapq.heapreplace(heap, (end, first_core))
                     if self.records is not None:
-                        task.blocks = ((first_core, at, end),)
+                        task.block_at, task.block_end = at, end
                     task.cores = self._one_core[first_core]
                 else:
                     end = self._place_blocks(task, kernel.name, heap, start, block_ns)

@@ -1,9 +1,12 @@
 """What a tracing device keeps of its completed tasks, and the TaskRecords made from them.
 
-A `TaskLog` with a sink writes each completed task at once as one fixed-size row of int64
-(`TASK_ROW`: ids, times and its one block; msprof's raw task data are fixed-size binary records)
-into a buffer of a chunk's rows (an anonymous mapping, zeroed by the kernel), so no Task
-outlives its completion and no row is copied or moved before the sink has it. The rest of a record
+The timeline puts each completed task in the log's `pending` list (a list append) and has the log
+`settle()` them at the end of each advance (one loop over the batch, no call per task); every
+read settles first. So a Task outlives its completion only until its advance ends (at most the
+tasks fetched, an SQ's depth each). A `TaskLog` with a sink writes each task as one fixed-size row
+of int64 (`TASK_ROW`: ids, times and its one block; msprof's raw task data are fixed-size binary
+records) into a buffer of a chunk's rows (an anonymous mapping, zeroed by the kernel); no row is
+copied or moved before the sink has it. The rest of a record
 is made once per task shape (tasks whose decoded SQE and costing are the same objects) from the
 first task of that shape; a task of the last task's shape is one `pack_into`, and only a task of
 another shape leaves a mark saying which shape the rows from there on are. A full buffer goes to
@@ -54,6 +57,14 @@ def task_name(sqe_type: int) -> str:
         return f"SQE_TYPE_{sqe_type}"
 
 
+def spans(task: Task) -> tuple[tuple[int, int, int], ...]:
+    """The (core, start, end) of each block of a task traced (a one-block kernel keeps its block
+    in two slots)."""
+    if task.blocks or task.block_end < 0:
+        return task.blocks
+    return ((task.cores[0], task.block_at, task.block_end),)
+
+
 def task_record(device_id: int, task: Task) -> TaskRecord:
     """The record of a completed task."""
     sqe = task.sqe
@@ -61,7 +72,7 @@ def task_record(device_id: int, task: Task) -> TaskRecord:
     read = written = 0
     name = task.kernel.name if task.kernel is not None else task_name(sqe.sqe_type)
     work: Work | None = None
-    blocks = task.blocks
+    blocks = spans(task)
     copy_kind = -1
     if task.kernel is not None and not task.status:
         work = costed if costed is not None else task.kernel.work(task.args)
@@ -114,6 +125,7 @@ class TaskLog:
         "_sqe",
         "chunk",
         "device_id",
+        "pending",
         "sink",
         "tasks",
     )
@@ -123,6 +135,7 @@ class TaskLog:
         self.sink = sink
         self.chunk = max(1, sink.chunk) if sink is not None else KEPT_CHUNK
         self.tasks: list[Task] = []  # kept (no sink)
+        self.pending: list[Task] = []  # completed, not settled yet
         self._new_chunk()
 
     def _new_chunk(self) -> None:
@@ -138,21 +151,42 @@ class TaskLog:
         self._aux: object = _UNKNOWN  # and costing (those of the last task, if one plain block)
 
     def append(self, task: Task) -> None:
-        """A task completed (device lock held): its row now, at once if it is of the last task's
-        shape (and one block, as that one was), or (no sink) the task kept."""
-        if task.sqe is not self._sqe or task.aux is not self._aux or task.status or task.discarded:
-            self._add_other(task)  # (a log without a sink never knows a shape: always here)
+        """A task completed (device lock held): its row now (the timeline adds to `pending` and
+        settles once per advance)."""
+        self.pending.append(task)
+        self.settle()
+
+    def settle(self) -> None:
+        """Write the rows of the pending tasks (device lock held), or (no sink) keep them. A task
+        of the last task's shape (and one block, as that one was) is one `pack_into`."""
+        pending, self.pending = self.pending, []
+        if self.sink is None:
+            self.tasks += pending
             return
-        try:
-            ((core, begin, finish),) = task.blocks
-        except ValueError:  # other blocks than its shape's first task had (a shape fixes its blocks)
-            self._add_other(task)
-            return
-        offset = self._offset
-        _PACK(self._buffer, offset, task.task_id, task.start_ns, task.end_ns, task.arrival_ns, core, begin, finish)
-        self._offset = offset = offset + ROW_BYTES
-        if offset >= self._limit:
-            self.flush()
+        sqe, aux, buffer, offset, limit = self._sqe, self._aux, self._buffer, self._offset, self._limit
+        for task in pending:
+            if task.sqe is sqe and task.aux is aux and not (task.status or task.discarded or task.blocks):
+                _PACK(
+                    buffer,
+                    offset,
+                    task.task_id,
+                    task.start_ns,
+                    task.end_ns,
+                    task.arrival_ns,
+                    task.cores[0],
+                    task.block_at,
+                    task.block_end,
+                )
+                offset += ROW_BYTES
+                if offset < limit:
+                    continue
+                self._offset = offset
+                self._hand_over()
+            else:  # another shape (or blocks than its shape's first task had: a shape fixes them)
+                self._offset = offset
+                self._add_other(task)
+            sqe, aux, buffer, offset, limit = self._sqe, self._aux, self._buffer, self._offset, self._limit
+        self._offset = offset
 
     def _add_other(self, task: Task) -> None:
         """The row and mark of a task of another shape than the last, or that is not one plain
@@ -164,7 +198,7 @@ class TaskLog:
             rows = min(self.chunk, MAX_ROWS)
             self._limit = rows * ROW_BYTES
             self._buffer = _row_buffer(self._limit, rows <= POPULATED_ROWS)
-        sqe, aux, blocks = task.sqe, task.aux, task.blocks
+        sqe, aux, blocks = task.sqe, task.aux, spans(task)
         alone = bool(task.status or task.discarded)  # a failed or discarded task is a shape of its own
         key = (id(sqe), id(aux))
         number = -1 if alone else self._known.get(key, -1)
@@ -190,11 +224,16 @@ class TaskLog:
             extras += task.cores
         self._offset += ROW_BYTES
         if self._offset >= self._limit:
-            self.flush()
+            self._hand_over()
 
     def flush(self) -> None:
-        """Hand the rows kept to the sink (if any): the buffer itself, or a copy of its rows when
-        they fill less than half of it (so a chunk holds no more memory than twice its rows)."""
+        """Settle, and hand the rows kept to the sink (if any)."""
+        self.settle()
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The rows kept to the sink (if any): the buffer itself, or a copy of its rows when they
+        fill less than half of it (so a chunk holds no more memory than twice its rows)."""
         count = self._offset // ROW_BYTES
         if self.sink is None or not count:
             return

@@ -15,10 +15,14 @@ if TYPE_CHECKING:
 class Task:
     """One fetched SQE with the state both executions keep about it."""
 
+    block_at: int  # set with block_end (see __init__)
+
     __slots__ = (
         "args",
         "arrival_ns",
         "aux",
+        "block_at",
+        "block_end",
         "blocks",
         "cores",
         "discarded",
@@ -66,5 +70,8 @@ class Task:
         self.end_ns = 0
         self.cores: tuple[int, ...] = ()
         self.blocks: tuple[tuple[int, int, int], ...] = ()  # (core, start, end) when tracing
+        # a one-block kernel's block, when tracing: on cores[0] from block_at to block_end (no
+        # tuples made per task; -1: none), blocks then stays empty
+        self.block_end = -1
         self.dump: DumpRecord | None = None  # tensors captured for a data or exception dump
         self.aux: Any = None  # kernels: (pipe times, L2 hit rate, work) from their costing

@@ -85,6 +85,8 @@ class Timeline(Engines):
         try:
             return self._advance(bound, until)
         finally:
+            if self.records is not None:
+                self.records.settle()
             sync.release_scheduler()
 
     def _advance(self, bound: int, until: Callable[[], bool] | None) -> bool:
@@ -286,7 +288,7 @@ class Timeline(Engines):
             if task.status or sqe.flags & WR_CQE:
                 self._reports.post_completion(task)
         if self.records is not None:
-            self.records.append(task)  # the record is made from the task when read (records.py)
+            self.records.pending.append(task)  # its row is written when its advance ends (records.py)
         if task.dump is not None:
             self._reports.completed_dump(task)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+from typing import Any
 
 from cannrt.abi import CopyKind
 from cannrt.config import Settings
@@ -298,7 +299,7 @@ class MemoryCalls:
         parts = self._device_parts(asid, va, count, "read")
         return b"".join(part.tobytes() for part in parts)
 
-    def _device_parts(self, asid: int, address: int, count: int, kind: str) -> list:
+    def _device_parts(self, asid: int, address: int, count: int, kind: str) -> list[Any]:
         info = self._space(asid)
         try:
             space = self.fabric.resolve(address, asid, info.space.device_id, kind, count)

@@ -15,7 +15,7 @@ import cannrt
 from cannrt.abi import SqeType, TaskRecord
 from cannrt.abi.records import TaskChunk
 from cannrt.api.profile import TASK_ORDER, profile
-from cannrt.device.records import TaskLog, task_record
+from cannrt.device.records import TaskLog, spans, task_record
 from cannrt.runtime.core import get_runtime
 from cannrt.tools.profiler.spool import ScratchDir, TaskSpool
 
@@ -179,7 +179,7 @@ def test_a_task_of_the_last_shape_with_other_blocks_gets_a_row_and_mark_of_its_o
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     assert len({id(t.sqe) for t in tasks}) == 1 and len({id(t.aux) for t in tasks}) == 1  # one shape
-    core, begin, finish = tasks[2].blocks[0]
+    core, begin, finish = spans(tasks[2])[0]  # a one-block kernel's block, kept in two slots
     tasks[2].blocks = ((core, begin, finish), (core + 1, begin, finish))  # not as its shape's first task
     tasks[2].cores = (core, core + 1)
     sink = ListSink()
@@ -238,3 +238,45 @@ def test_a_forked_child_cleaning_up_its_copy_leaves_the_parents_scratch_folder()
     assert (scratch.path / "run_000000.bin").read_bytes() == b"rows"
     scratch.cleanup()
     assert not scratch.path.exists()
+
+
+def test_tasks_completed_in_one_advance_are_settled_when_it_ends() -> None:
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    stream = cannrt.Device(0).stream()
+    sink = ListSink()
+    runtime.driver.trace_start(0, sink)
+    nops(stream, 3000)  # more than an SQ's depth: the SQ fills, the device catches up in advances
+    log = runtime.driver._npu(0).timeline.records
+    assert log is not None and not log.pending  # the synchronize's advance settled its tasks
+    rows_before_stop = sum(c.tasks for c in sink.chunks) + log._offset // 56
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    assert rows_before_stop == sum(c.tasks for c in sink.chunks) == 3000
+
+
+def test_a_batch_settled_at_once_gives_the_rows_and_marks_of_one_task_at_a_time() -> None:
+    cannrt.reset_runtime()
+    runtime = get_runtime()
+    cannrt.Device(0)
+    runtime.driver.trace_start(0)
+    nops(cannrt.Device(0).stream(), 2500)
+    workload()  # shapes of one and many blocks, copies, events, a failure and discarded tasks
+    log = runtime.driver._npu(0).timeline.records
+    assert log is not None
+    tasks = list(log.tasks)
+    runtime.driver.trace_stop(0, runtime.host_time_ns)
+    cannrt.reset_runtime()
+    at_once, one_by_one_sink = ListSink(), ListSink()
+    batch, single = TaskLog(0, at_once), TaskLog(0, one_by_one_sink)
+    batch.pending += tasks
+    batch.flush()
+    for task in tasks:
+        single.append(task)
+    single.flush()
+    assert len(at_once.chunks) == len(one_by_one_sink.chunks) == -(-len(tasks) // 1000)
+    for a, b in zip(at_once.chunks, one_by_one_sink.chunks, strict=True):
+        assert (a.rows == b.rows).all() and (a.marks == b.marks).all() and (a.extras == b.extras).all()
+        assert a.shapes == b.shapes
+    read_back = sorted((r for c in at_once.chunks for r in c.in_order(64)), key=TASK_ORDER)
+    assert read_back == sorted((task_record(0, t) for t in tasks), key=TASK_ORDER)

@@ -37,7 +37,7 @@ MEMORY_CHUNKS = 4  # and chunks at most (each one maps whole pages, however few 
 BATCH = 512  # records per pickled batch inside a run (what the merge holds per run)
 
 
-class RecordSpool(list):
+class RecordSpool(list[Any]):
     """Records appended as they complete; spilled to `directory` every `chunk` records."""
 
     def __init__(
