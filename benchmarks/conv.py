@@ -1,5 +1,6 @@
 """Convolution cuts: every distinct convolution of the light models, each way conv_plan could cut
-it, on the thread team, against the same product on one host BLAS thread.
+it (and Winograd's F(2x2, 3x3) for a 3x3 unit-stride window), on the thread team, against the
+same product on one host BLAS thread.
 
 Per shape (x channels @ size -> output channels, kernel, stride; calls per model execute): the
 wall time of the cut conv_plan chooses, of each other applicable cut (row bands of im2col, per-tap
@@ -30,7 +31,7 @@ from rich.table import Table
 
 from cannrt.api.model import Model
 from cannrt.graph import CompileOptions, compile_model
-from cannrt.kernels.nn import blas, conv, conv_gemm, conv_plan
+from cannrt.kernels.nn import blas, conv, conv_gemm, conv_plan, conv_winograd
 from cannrt.kernels.nn.window import Window
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "graph"))
@@ -93,6 +94,11 @@ def cuts(shape: Shape) -> dict[str, Callable[[], None]]:
         found["parts"] = lambda: conv_gemm.conv_parts(
             flops, arrays, geometry, builds, parts, cols, flags, np.zeros(len(parts))
         )
+    if k == 3 and stride == 1:  # Winograd's F(2x2, 3x3), whether chosen or not
+        scratch = conv_winograd.workspace(conv_winograd.workspace_size(1, geometry), np.dtype(np.float32))
+        found["winograd"] = lambda: conv_winograd.conv_winograd(
+            flops, arrays, geometry, flags, scratch, np.zeros(conv_winograd.PARTS)
+        )
     a = rng.standard_normal((m, c * k * k), dtype=np.float32)
     columns = rng.standard_normal((c * k * k, out * out), dtype=np.float32)
     product = np.empty((m, out * out), np.float32)
@@ -105,6 +111,8 @@ def chosen_name(shape: Shape) -> str:
     c, size, m, k, stride, pad = shape
     out = (size + 2 * pad - k) // stride + 1
     pointwise = k == 1 and stride == 1 and pad == 0
+    if conv_plan.winograd(1, m, c, (k, k), (stride, stride), (1, 1), (out, out)):
+        return "winograd"
     items = conv_plan.plan(1, 1, m, c, k * k, out, out, 4, pointwise, stride == 1)
     if items.bands is None:
         return "parts"

@@ -32,7 +32,7 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
-from cannrt.kernels.nn.conv_plan import plan
+from cannrt.kernels.nn.conv_plan import plan, winograd
 from cannrt.kernels.nn.window import Window, padded
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
@@ -177,7 +177,13 @@ def convolve_into(
     rows, width = math.prod(geometry[15:17]), geometry[17]
     unit = len(out) <= 2 and all(s == 1 for s in window.strides)
     items = plan(n, group, mg, cg, taps, rows, width, dtype.itemsize, pointwise, unit)
-    if items.bands is not None:
+    if winograd(group, mg, cg, window.kernel, window.strides, window.dilations, out):
+        from cannrt.kernels.nn import conv_winograd
+
+        scratch = conv_winograd.workspace(conv_winograd.workspace_size(n, geometry), dtype)
+        status = np.zeros(conv_winograd.PARTS)
+        conv_winograd.conv_winograd(items.flops, (x3, w3, b, y3), geometry, flags, scratch, status)
+    elif items.bands is not None:
         status = np.zeros(len(items.bands))
         loop = conv_gemm.conv_taps if items.by_taps else conv_gemm.conv_bands
         loop(items.flops, (x3, w3, b, y3), geometry, items.bands, flags, status)

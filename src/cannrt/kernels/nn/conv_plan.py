@@ -15,7 +15,8 @@ on the light models' convolutions, `benchmarks/conv.py`):
 - bands: otherwise bands of output rows of about BAND_BYTES of im2col each (a band's matrix
   stays in L2 while its product reads it; a pointwise band reads x in place), at least two for a
   single image and group.
-Kernels below team.TEAM_MIN_FLOPS are one item.
+Kernels below team.TEAM_MIN_FLOPS are one item. A 3x3 window of unit strides and dilations over
+many channels and tiles takes none of these: Winograd's F(2x2, 3x3) (conv_winograd.py, `winograd`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ PARTS_MIN_OUTPUTS = 256  # output channels from which parts beat bands whatever 
 TAPS_MIN_CHANNELS = 16  # input channels per group from which per-tap products beat im2col
 TAPS_MIN_WIDTH = 128  # columns of a band's per-tap products below which parts are better
 TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four bands
+# Winograd from this many 2x2 output tiles per image (a 7 x 7 image's 16 tiles do not pay for
+# transforming 512 x 512 weights: 1.9 against 1.3 ms) and this harmonic mean of input and output
+# channels (transforming 16 -> 64 channels over 55 x 55 costs more than it saves: 0.43 against
+# 0.28 ms; 128 -> 128 over 28 x 28 takes 0.70 against 0.89 ms, 256 -> 256 over 14 x 14 0.85-0.90
+# against 1.10-1.39 ms, 128 -> 128 over 56 x 56 2.5 against 3.3 ms; 64 -> 64 over 56 x 56 is even)
+WINOGRAD_MIN_TILES = 32
+WINOGRAD_MIN_CHANNELS = 64
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,25 @@ def _bands(n: int, group: int, rows: int, count: int) -> np.ndarray:
     return _items(
         [(i, g, r0, r1) for i in range(n) for g in range(group) for r0, r1 in _halves(rows, min(count, rows))]
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def winograd(
+    group: int,
+    mg: int,
+    cg: int,
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilations: tuple[int, ...],
+    out: tuple[int, ...],
+) -> bool:
+    """Whether a convolution takes Winograd's F(2x2, 3x3): a 2-D 3x3 window of unit strides and
+    dilations, one group, at least WINOGRAD_MIN_TILES tiles and WINOGRAD_MIN_CHANNELS channels
+    (the harmonic mean of input and output channels, whose product the transforms save on)."""
+    if group != 1 or kernel != (3, 3) or strides != (1, 1) or dilations != (1, 1) or len(out) != 2:
+        return False
+    tiles = ((out[0] + 1) // 2) * ((out[1] + 1) // 2)
+    return tiles >= WINOGRAD_MIN_TILES and cg * mg >= WINOGRAD_MIN_CHANNELS * (cg + mg)
 
 
 @functools.lru_cache(maxsize=1024)
