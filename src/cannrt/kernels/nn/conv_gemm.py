@@ -131,7 +131,35 @@ def _slab(xs: np.ndarray, g: Geometry, c0: int, c1: int, r0: int, rows: int, pit
     _fill(out, (c1 - c0) * rows * pitch, out.size - (c1 - c0) * rows * pitch, zero)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="always")
+def _row_pass(src: np.ndarray, s: Any, dst: np.ndarray, t: Any, count: int, add: Any, relu: bool) -> Any:
+    """dst[t + q] = relu?(src[s + q] + add) for q < count (src is not dst: _in_place is);
+    returns the sum of value * 0 over them. add is -0.0 for no bias (x + -0.0 is x, -0.0 too,
+    as numpy leaves a value it adds nothing to); the sum's order is free ("reassoc": 0, or NaN
+    whatever the order), so the loop vectorises (0.5 -> 0.2 ns an element in L2)."""
+    zero = dst.dtype.type(0)
+    check = zero
+    for q in range(np.uint64(count)):
+        v = src[s + q] + add
+        check += v * zero
+        dst[t + q] = v if (v > 0 or v != v or not relu) else zero
+    return check
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="always")
+def _in_place(dst: np.ndarray, t: Any, count: int, add: Any, relu: bool) -> Any:
+    """_row_pass over dst's own values (one array: no overlap check, which sends the same
+    place read and written to the scalar loop)."""
+    zero = dst.dtype.type(0)
+    check = zero
+    for q in range(np.uint64(count)):
+        v = dst[t + q] + add
+        check += v * zero
+        dst[t + q] = v if (v > 0 or v != v or not relu) else zero
+    return check
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _finish(
     src: np.ndarray,
     s0: int,
@@ -149,19 +177,17 @@ def _finish(
     add only when biased, as numpy adds (NaN kept, -0.0 -> 0.0 by the relu as np.maximum makes it).
     Returns 0 when every value before the relu was finite, else NaN (the sum of value * 0)."""
     biased, relu = flags[0], flags[1]
-    zero = dst.dtype.type(0)
-    check = zero
+    check = dst.dtype.type(0)
+    same = src.ctypes.data == dst.ctypes.data and s0 == d0 and s_steps[0] == d_steps[0] and s_steps[1] == d_steps[1]
     for m in range(shape[0]):
-        add = bias[b0 + m] if biased else zero
+        add = bias[b0 + m] if biased else dst.dtype.type(-0.0)
         for r in range(shape[1]):
             s = np.uint64(s0 + m * s_steps[0] + r * s_steps[1])
             t = np.uint64(d0 + m * d_steps[0] + r * d_steps[1])
-            for q in range(np.uint64(shape[2])):
-                v = src[s + q] + add if biased else src[s + q]
-                check += v * zero
-                if relu:
-                    v = v if (v > 0 or v != v) else zero
-                dst[t + q] = v
+            if same:
+                check += _in_place(dst, t, shape[2], add, relu)
+            else:
+                check += _row_pass(src, s, dst, t, shape[2], add, relu)
     return float(check)
 
 

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from cannrt.kernels.nn.conv_gemm import Arrays, Geometry, _gemm
+from cannrt.kernels.nn.conv_gemm import Arrays, Geometry, _gemm, _row_pass
 from cannrt.kernels.nn.team import team_loop
 
 PARTS = 8  # items of each transform loop (the team takes them one at a time)
@@ -111,7 +111,7 @@ def _inputs(xs: np.ndarray, g: Geometry, c0: int, c1: int, col0: int, cols: int,
                     )
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc"})
 def _outputs(
     pf: np.ndarray, pitch: int, m0: int, m1: int, cols: int, g: Geometry, yf: np.ndarray, bias: np.ndarray, flags: Any
 ) -> Any:
@@ -128,7 +128,7 @@ def _outputs(
     top_row, bottom_row = pair[0], pair[1]
     check = zero
     for m in range(m0, m1):
-        add = bias[m] if biased else zero
+        add = bias[m] if biased else yf.dtype.type(-0.0)  # (_row_pass: -0.0 adds nothing)
         for col0 in range(0, cols, tiles):
             out = np.uint64(((col0 // tiles) * channels + m) * pixels)
             for ty in range(down):
@@ -142,13 +142,8 @@ def _outputs(
                     top_row[2 * tx], top_row[2 * tx + 1] = _out(a0, b0, c0, d0)
                     bottom_row[2 * tx], bottom_row[2 * tx + 1] = _out(a1, b1, c1, d1)
                 for i in range(min(2, oh - 2 * ty)):
-                    row, at = pair[i], out + np.uint64((2 * ty + i) * ow)
-                    for x in range(np.uint64(ow)):
-                        value = row[x] + add if biased else row[x]
-                        check += value * zero
-                        if relu:
-                            value = value if (value > 0 or value != value) else zero
-                        yf[at + x] = value
+                    at = out + np.uint64((2 * ty + i) * ow)
+                    check += _row_pass(pair[i], np.uint64(0), yf, at, ow, add, relu)
     return check
 
 
