@@ -60,6 +60,19 @@ def test_few_output_channels_or_more_pixels_than_channels_take_bands() -> None:
     assert _plan(1, 1, 1024, 256, 1, (14, 14), True).bands is None
 
 
+def test_a_small_pointwise_product_over_few_input_channels_is_cut_into_small_products() -> None:
+    """BLAS's small-matrix kernels (no packing) take products of up to SMALL_PRODUCT
+    multiply-adds: a pointwise product over at most SMALL_MAX_DEPTH input channels is cut into
+    an even number of bands that small, when SMALL_MAX_BANDS of them are enough."""
+    for mg, cg, size in ((128, 32, 27), (64, 16, 55), (64, 64, 56), (16, 128, 55)):
+        items = _plan(1, 1, mg, cg, 1, (size, size), True)
+        assert items.bands is not None and len(items.bands) <= conv_plan.SMALL_MAX_BANDS
+        widest = max(r1 - r0 for _, _, r0, r1 in items.bands)
+        assert mg * cg * widest * size <= conv_plan.SMALL_PRODUCT and len(items.bands) > 2
+    assert len(_plan(1, 1, 64, 512, 1, (13, 13), True).bands) == 2  # too deep: packing pays
+    assert len(_plan(1, 1, 64, 256, 1, (56, 56), True).bands) == 4  # 56 bands would be needed: 1 MiB bands
+
+
 def test_a_unit_stride_window_over_enough_input_channels_takes_per_tap_products() -> None:
     items = _plan(1, 1, 32, 128, 9, (56, 56), False, unit=True)
     assert items.by_taps and items.bands is not None and len(items.bands) == 4  # few outputs, many rows
