@@ -60,15 +60,19 @@ def test_few_output_channels_or_more_pixels_than_channels_take_bands() -> None:
     assert _plan(1, 1, 1024, 256, 1, (14, 14), True).bands is None
 
 
-def test_a_small_pointwise_product_over_few_input_channels_is_cut_into_small_products() -> None:
+def test_a_small_product_over_a_short_inner_dimension_is_cut_into_small_products() -> None:
     """BLAS's small-matrix kernels (no packing) take products of up to SMALL_PRODUCT
-    multiply-adds: a pointwise product over at most SMALL_MAX_DEPTH input channels is cut into
-    an even number of bands that small, when SMALL_MAX_BANDS of them are enough."""
+    multiply-adds: a product over an inner dimension of at most SMALL_MAX_DEPTH (input channels
+    of a pointwise window, channels x taps of an im2col band) is cut into an even number of
+    bands that small, when SMALL_MAX_BANDS of them are enough."""
     for mg, cg, size in ((128, 32, 27), (64, 16, 55), (64, 64, 56), (16, 128, 55)):
         items = _plan(1, 1, mg, cg, 1, (size, size), True)
         assert items.bands is not None and len(items.bands) <= conv_plan.SMALL_MAX_BANDS
         widest = max(r1 - r0 for _, _, r0, r1 in items.bands)
         assert mg * cg * widest * size <= conv_plan.SMALL_PRODUCT and len(items.bands) > 2
+    stem = conv_plan.plan(1, 1, 64, 3, 9, 111, 111, 4, False, False)  # squeezenet's 3x3/2 over 3 channels
+    assert stem.bands is not None and 2 < len(stem.bands) <= conv_plan.SMALL_MAX_BANDS
+    assert 64 * 27 * max(r1 - r0 for _, _, r0, r1 in stem.bands) * 111 <= conv_plan.SMALL_PRODUCT
     assert len(_plan(1, 1, 64, 512, 1, (13, 13), True).bands) == 2  # too deep: packing pays
     assert len(_plan(1, 1, 64, 256, 1, (56, 56), True).bands) == 4  # 56 bands would be needed: 1 MiB bands
 

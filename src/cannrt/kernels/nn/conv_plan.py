@@ -14,8 +14,8 @@ on the light models' convolutions, `benchmarks/conv.py`):
   and the product is cut by output channels: each part writes its rows of y directly.
 - bands: otherwise bands of output rows of about BAND_BYTES of im2col each (a band's matrix
   stays in L2 while its product reads it; a pointwise band reads x in place), at least two for a
-  single image and group; a pointwise product over at most SMALL_MAX_DEPTH input channels that
-  up to SMALL_MAX_BANDS bands bring down to SMALL_PRODUCT multiply-adds each is cut that fine
+  single image and group; a product over an inner dimension of at most SMALL_MAX_DEPTH that up
+  to SMALL_MAX_BANDS bands bring down to SMALL_PRODUCT multiply-adds each is cut that fine
   (BLAS's small-matrix kernels).
 Kernels below team.TEAM_MIN_FLOPS are one item. A 3x3 window of unit strides and dilations over
 many channels and tiles takes none of these: Winograd's F(2x2, 3x3) (conv_winograd.py, `winograd`).
@@ -43,12 +43,14 @@ TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four 
 # channels (transforming 16 -> 64 channels over 55 x 55 costs more than it saves: 0.43 against
 # 0.28 ms; 128 -> 128 over 28 x 28 takes 0.70 against 0.89 ms, 256 -> 256 over 14 x 14 0.85-0.90
 # against 1.10-1.39 ms, 128 -> 128 over 56 x 56 2.5 against 3.3 ms; 64 -> 64 over 56 x 56 is even)
-# pointwise products of up to SMALL_MAX_BANDS bands of at most SMALL_PRODUCT multiply-adds each
+# products of up to SMALL_MAX_BANDS bands of at most SMALL_PRODUCT multiply-adds each
 # (OpenBLAS's small-matrix kernels on AVX-512, used up to 1e6, do not pack: 128 x 32 x 729 in
-# two bands on the team took 61 us, in four 26 us; 64 x 64 x 3136 in two 116 us, in 14-16 85 us)
-# over at most SMALL_MAX_DEPTH input channels (512 -> 64 over 13 x 13: 70 us in two bands, 104 in seven)
+# two bands on the team took 61 us, in four 26 us; 64 x 64 x 3136 in two 116 us, in 14-16 85 us;
+# squeezenet's 3 -> 64 3x3/2 stem, 64 x 27 x 12321, 0.39 ms in two bands, 0.29 in 32)
+# over an inner dimension of at most SMALL_MAX_DEPTH (512 -> 64 over 13 x 13: 70 us in two bands,
+# 104 in seven)
 SMALL_PRODUCT = 1_000_000
-SMALL_MAX_BANDS = 16
+SMALL_MAX_BANDS = 32
 SMALL_MAX_DEPTH = 256
 WINOGRAD_MIN_TILES = 32
 WINOGRAD_MIN_CHANNELS = 64
@@ -137,16 +139,17 @@ def plan(
         builds = [(i, g, c0, c1) for i in range(n) for g in range(group) for c0, c1 in c_cuts]
         parts = [(i, g, m0, m1) for i in range(n) for g in range(group) for m0, m1 in m_cuts]
         return Plan(None, _items(builds), _items(parts), flops)
-    count = max(math.ceil((cg if pointwise else depth) * pixels * itemsize / BAND_BYTES), 2 if split else 1)
-    if pointwise and split and cg <= SMALL_MAX_DEPTH:
-        count = max(count, _small_products(mg, cg, rows, row_width))
+    inner = cg if pointwise else depth  # the products' inner dimension
+    count = max(math.ceil(inner * pixels * itemsize / BAND_BYTES), 2 if split else 1)
+    if split and inner <= SMALL_MAX_DEPTH:
+        count = max(count, _small_products(mg, inner, rows, row_width))
     return Plan(_bands(n, group, rows, count), _items([]), _items([]), flops)
 
 
-def _small_products(mg: int, cg: int, rows: int, row_width: int) -> int:
+def _small_products(mg: int, inner: int, rows: int, row_width: int) -> int:
     """Bands (an even number) whose products are at most SMALL_PRODUCT multiply-adds, if at most
     SMALL_MAX_BANDS of them cover the rows; else 0."""
-    per_band = SMALL_PRODUCT // (mg * cg * row_width)
+    per_band = SMALL_PRODUCT // (mg * inner * row_width)
     if per_band < 1:
         return 0
     count = -(-rows // per_band)
