@@ -132,30 +132,24 @@ def _slab(xs: np.ndarray, g: Geometry, c0: int, c1: int, r0: int, rows: int, pit
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="always")
-def _row_pass(src: np.ndarray, s: Any, dst: np.ndarray, t: Any, count: int, add: Any, relu: bool) -> Any:
-    """dst[t + q] = relu?(src[s + q] + add) for q < count (src is not dst: _in_place is);
-    returns the sum of value * 0 over them. add is -0.0 for no bias (x + -0.0 is x, -0.0 too,
-    as numpy leaves a value it adds nothing to); the sum's order is free ("reassoc": 0, or NaN
-    whatever the order), so the loop vectorises (0.5 -> 0.2 ns an element in L2)."""
+def _row_pass(src: np.ndarray, s: Any, dst: np.ndarray, t: Any, count: int, add: Any, relu: bool, same: bool) -> Any:
+    """dst[t + q] = relu?(src[s + q] + add) for q < count, `same` when that is dst's own place
+    (then one array is read and written: an overlap check would send the loop to its scalar
+    version); returns the sum of value * 0 over them. add is -0.0 for no bias (x + -0.0 is x,
+    -0.0 too, as numpy leaves a value it adds nothing to); the sum's order is free ("reassoc":
+    0, or NaN whatever the order), so the loops vectorise (0.5 -> 0.2 ns an element in L2)."""
     zero = dst.dtype.type(0)
     check = zero
-    for q in range(np.uint64(count)):
-        v = src[s + q] + add
-        check += v * zero
-        dst[t + q] = v if (v > 0 or v != v or not relu) else zero
-    return check
-
-
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc"}, inline="always")
-def _in_place(dst: np.ndarray, t: Any, count: int, add: Any, relu: bool) -> Any:
-    """_row_pass over dst's own values (one array: no overlap check, which sends the same
-    place read and written to the scalar loop)."""
-    zero = dst.dtype.type(0)
-    check = zero
-    for q in range(np.uint64(count)):
-        v = dst[t + q] + add
-        check += v * zero
-        dst[t + q] = v if (v > 0 or v != v or not relu) else zero
+    if same:
+        for q in range(np.uint64(count)):
+            v = dst[t + q] + add
+            check += v * zero
+            dst[t + q] = v if (v > 0 or v != v or not relu) else zero
+    else:
+        for q in range(np.uint64(count)):
+            v = src[s + q] + add
+            check += v * zero
+            dst[t + q] = v if (v > 0 or v != v or not relu) else zero
     return check
 
 
@@ -184,10 +178,7 @@ def _finish(
         for r in range(shape[1]):
             s = np.uint64(s0 + m * s_steps[0] + r * s_steps[1])
             t = np.uint64(d0 + m * d_steps[0] + r * d_steps[1])
-            if same:
-                check += _in_place(dst, t, shape[2], add, relu)
-            else:
-                check += _row_pass(src, s, dst, t, shape[2], add, relu)
+            check += _row_pass(src, s, dst, t, shape[2], add, relu, same)
     return float(check)
 
 

@@ -143,7 +143,7 @@ def _outputs(
                     bottom_row[2 * tx], bottom_row[2 * tx + 1] = _out(a1, b1, c1, d1)
                 for i in range(min(2, oh - 2 * ty)):
                     at = out + np.uint64((2 * ty + i) * ow)
-                    check += _row_pass(pair[i], np.uint64(0), yf, at, ow, add, relu)
+                    check += _row_pass(pair[i], np.uint64(0), yf, at, ow, add, relu, False)
     return check
 
 
