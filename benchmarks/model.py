@@ -7,8 +7,11 @@ an execute (the task replay, before waiting) as a share of the wall time (goal <
 modelled device time; feature-map bytes planned against the unplanned sum and the lower bound
 (goal: planned within 1 % of the bound); the largest difference to onnxruntime. Concats run in
 place (graph/inplace.py: a placed input keeps its whole output alive, which the bound counts); the
-last two columns are the same build with every Concat a copy: its planned bytes / bound and its
-modelled device time, so the in-place plan is compared with the copy plan it replaces.
+next two columns are the same build with every Concat a copy: its planned bytes / bound and its
+modelled device time, so the in-place plan is compared with the copy plan it replaces. The last
+counts the convolution teams found crowded during the timed runs (other processes, or other
+virtual machines, held the cores: their loops then ran on one thread for 5 ms to 2 s,
+kernels/nn/team.py), which says whether a slow row met a loaded host.
 
 The shipped weights are ConstantOfShape fills of 0.02; tests/graph/light_models.py (the shared
 fixture) replaces them by seeded random initialisers chosen by role, so outputs are not degenerate.
@@ -42,6 +45,7 @@ import cannrt
 from cannrt.api.model import Model
 from cannrt.graph import CompileOptions, compile_model
 from cannrt.kernels import registry
+from cannrt.kernels.nn import team
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "graph"))
 import light_models
@@ -71,6 +75,7 @@ class Row:
     copies_planned: int  # the same build with every Concat a copy (concat_in_place=False)
     copies_bound: int
     copies_device_ms: float
+    crowded: int = 0  # teams found crowded during the timed runs (their loops then ran serially a while)
     mean_ms: float = 0.0  # mean wall time of an execute (the breakdown's kernel times are means)
     kernels: dict[tuple[str, str], float] = field(default_factory=dict)  # (op, shapes) -> ms per execute
     calls: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -138,6 +143,7 @@ def measure(name: str, runs: int, precision: str, clock: KernelClock | None = No
         clock.seconds.clear()
         clock.calls.clear()
         clock.on = True
+    crowded = team.CROWDED[0]
     for _ in range(runs):  # interleaved: both see the same machine load
         runner(**feeds)
         cannrt_s.append(runner.stats.wall_s)
@@ -147,6 +153,7 @@ def measure(name: str, runs: int, precision: str, clock: KernelClock | None = No
         session.run(None, feeds)
         ort_s.append(time.perf_counter() - began)
         time.sleep(SETTLE_S)
+    crowded = team.CROWDED[0] - crowded
     if clock is not None:
         clock.on = False
     figures = runner.feature_map_bytes()
@@ -156,7 +163,7 @@ def measure(name: str, runs: int, precision: str, clock: KernelClock | None = No
     row = Row(
         name, compile_s, statistics.median(cannrt_s) * 1e3, statistics.median(ort_s) * 1e3,
         statistics.median(host_s) * 1e3, device_ns / 1e6, figures.planned, figures.unplanned,
-        figures.lower_bound, diff, copies_figures.planned, copies_figures.lower_bound, copies_device_ms,
+        figures.lower_bound, diff, copies_figures.planned, copies_figures.lower_bound, copies_device_ms, crowded,
     )  # fmt: skip
     if clock is not None:
         row.mean_ms = statistics.fmean(cannrt_s) * 1e3
@@ -206,7 +213,7 @@ def main() -> None:
     for column in (
         "model", "compile s", "cannrt ms", "onnxruntime ms", "ratio", "host ms", "host %", "device ms (modelled)",
         "fmap planned", "unplanned sum", "lower bound", "planned / bound", "max |diff|",
-        "copies: fmap / bound", "copies: device ms",
+        "copies: fmap / bound", "copies: device ms", "crowded teams",
     ):  # fmt: skip
         table.add_column(column, justify="left" if column == "model" else "right")
     for r in rows:
@@ -228,6 +235,7 @@ def main() -> None:
             f"{r.max_diff:.2e}",
             f"{r.copies_planned:,} / {r.copies_bound:,}",
             f"{r.copies_device_ms:.3f}",
+            str(r.crowded),
         )
     console = Console(width=300)
     console.print(table)
