@@ -47,8 +47,10 @@ def test_a_3x3_unit_window_over_many_channels_and_tiles_takes_winograd() -> None
     one, three = (1, 1), (3, 3)
     assert winograd(1, 256, 256, three, one, one, (14, 14))  # resnet's 256 -> 256 over 14 x 14
     assert winograd(1, 128, 128, three, one, one, (28, 28))
+    assert winograd(1, 64, 64, three, one, one, (56, 56))  # 1/64 + 1/64 + 1/784 <= 1/28
+    assert not winograd(1, 256, 64, three, one, one, (13, 13))  # squeezenet's: 1/64 + 1/256 + 1/49 > 1/28
     assert not winograd(1, 512, 512, three, one, one, (7, 7))  # 16 tiles: the weights' transform outweighs them
-    assert not winograd(1, 64, 16, three, one, one, (55, 55))  # few channels: the transforms outweigh the products
+    assert not winograd(1, 64, 16, three, one, one, (55, 55))  # few channels: the input transform outweighs them
     assert not winograd(1, 256, 256, three, (2, 2), one, (14, 14))  # strided
     assert not winograd(1, 256, 256, three, one, (2, 2), (14, 14))  # dilated
     assert not winograd(2, 256, 256, three, one, one, (14, 14))  # grouped
@@ -60,9 +62,9 @@ def test_a_3x3_unit_window_over_many_channels_and_tiles_takes_winograd() -> None
     ("x_shape", "m", "pads"),
     [
         ((1, 128, 16, 16), 128, (1, 1, 1, 1)),
-        ((2, 128, 13, 11), 160, (1, 1, 1, 1)),  # odd sizes: the last tiles are cut; two images
+        ((2, 128, 17, 15), 160, (1, 1, 1, 1)),  # odd sizes: the last tiles are cut; two images
         ((1, 128, 15, 18), 64 + 128, (0, 2, 1, 0)),  # uneven pads
-        ((1, 128, 14, 14), 128, (0, 0, 0, 0)),  # unpadded
+        ((1, 128, 18, 18), 128, (0, 0, 0, 0)),  # unpadded
     ],
 )
 @pytest.mark.parametrize("biased", [True, False])
@@ -103,7 +105,8 @@ def test_winograd_gives_the_same_bits_on_the_team_and_on_one_thread(monkeypatch:
 
 
 def test_a_winograd_convolution_that_overflows_raises_numpys_overflow_flag() -> None:
-    x = np.full((1, 128, 8, 8), 1e20, np.float32)
+    x = np.full((1, 128, 16, 16), 1e20, np.float32)
+    assert winograd(1, 128, 128, (3, 3), (1, 1), (1, 1), (16, 16))
     w = np.full((128, 128, 3, 3), 1e20, np.float32)
     flagged: list[str] = []
     with np.errstate(over="call"):

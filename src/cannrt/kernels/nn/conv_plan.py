@@ -38,11 +38,6 @@ PARTS_MIN_OUTPUTS = 256  # output channels from which parts beat bands whatever 
 TAPS_MIN_CHANNELS = 16  # input channels per group from which per-tap products beat im2col
 TAPS_MIN_WIDTH = 128  # columns of a band's per-tap products below which parts are better
 TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four bands
-# Winograd from this many 2x2 output tiles per image (a 7 x 7 image's 16 tiles do not pay for
-# transforming 512 x 512 weights: 1.9 against 1.3 ms) and this harmonic mean of input and output
-# channels (transforming 16 -> 64 channels over 55 x 55 costs more than it saves: 0.43 against
-# 0.28 ms; 128 -> 128 over 28 x 28 takes 0.70 against 0.89 ms, 256 -> 256 over 14 x 14 0.85-0.90
-# against 1.10-1.39 ms, 128 -> 128 over 56 x 56 2.5 against 3.3 ms; 64 -> 64 over 56 x 56 is even)
 # products of up to SMALL_MAX_BANDS bands of at most SMALL_PRODUCT multiply-adds each
 # (OpenBLAS's small-matrix kernels on AVX-512, used up to 1e6, do not pack: 128 x 32 x 729 in
 # two bands on the team took 61 us, in four 26 us; 64 x 64 x 3136 in two 116 us, in 14-16 85 us;
@@ -52,8 +47,14 @@ TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four 
 SMALL_PRODUCT = 1_000_000
 SMALL_MAX_BANDS = 32
 SMALL_MAX_DEPTH = 256
-WINOGRAD_MIN_TILES = 32
-WINOGRAD_MIN_CHANNELS = 64
+# Winograd when its transforms cost little beside the flops it saves, per output tile and
+# input-output channel pair: the input transform about 1/M of them, the output transform 1/C,
+# the weights' transform 1/tiles; so when 1/C + 1/M + 1/tiles <= WINOGRAD_MAX_OVERHEAD (fitted on
+# the light models in a model's run, caches as they are there: 64 -> 64 over 56 x 56, 128 -> 128
+# over 28 x 28 and 256 -> 256 over 14 x 14 gain, resnet50 51.0 -> 49.3 ms; squeezenet's 32 -> 128
+# over 27 x 27 and 48 -> 192, 64 -> 256 over 13 x 13 lose, 6.5 -> 6.8 ms, though alone they gained
+# 3-9 %; 512 -> 512 over 7 x 7: 2.0-2.2 against 1.3 ms)
+WINOGRAD_MAX_OVERHEAD = 1 / 28
 
 
 @dataclass(frozen=True)
@@ -96,12 +97,12 @@ def winograd(
     out: tuple[int, ...],
 ) -> bool:
     """Whether a convolution takes Winograd's F(2x2, 3x3): a 2-D 3x3 window of unit strides and
-    dilations, one group, at least WINOGRAD_MIN_TILES tiles and WINOGRAD_MIN_CHANNELS channels
-    (the harmonic mean of input and output channels, whose product the transforms save on)."""
+    dilations, one group, and transforms that cost little beside the saving
+    (WINOGRAD_MAX_OVERHEAD)."""
     if group != 1 or kernel != (3, 3) or strides != (1, 1) or dilations != (1, 1) or len(out) != 2:
         return False
     tiles = ((out[0] + 1) // 2) * ((out[1] + 1) // 2)
-    return tiles >= WINOGRAD_MIN_TILES and cg * mg >= WINOGRAD_MIN_CHANNELS * (cg + mg)
+    return 1 / cg + 1 / mg + 1 / tiles <= WINOGRAD_MAX_OVERHEAD
 
 
 @functools.lru_cache(maxsize=1024)
