@@ -177,21 +177,25 @@ def convolve_into(
     rows, width = math.prod(geometry[15:17]), geometry[17]
     unit = len(out) <= 2 and all(s == 1 for s in window.strides)
     items = plan(n, group, mg, cg, taps, rows, width, dtype.itemsize, pointwise, unit)
+    arrays = (x3, w3, b, y3)
+    status = None
     if winograd(group, mg, cg, window.kernel, window.strides, window.dilations, out):
         from cannrt.kernels.nn import conv_winograd
 
         scratch = conv_winograd.workspace(conv_winograd.workspace_size(n, geometry), dtype)
         status = np.zeros(conv_winograd.PARTS)
-        conv_winograd.conv_winograd(items.flops, (x3, w3, b, y3), geometry, flags, scratch, status)
-    elif items.bands is not None:
-        status = np.zeros(len(items.bands))
-        loop = conv_gemm.conv_taps if items.by_taps else conv_gemm.conv_bands
-        loop(items.flops, (x3, w3, b, y3), geometry, items.bands, flags, status)
-    else:
-        cols = _NO_COLS[dtype] if pointwise else np.empty((n * group, cg * taps, rows * width), dtype)
-        status = np.zeros(len(items.parts))
-        arrays = (x3, w3, b, y3)
-        conv_gemm.conv_parts(items.flops, arrays, geometry, items.builds, items.parts, cols, flags, status)
+        conv_winograd.conv_winograd(items.flops, arrays, geometry, flags, scratch, status)
+    # Winograd's transforms subtract products: where the direct sum overflows to inf they give
+    # inf - inf = NaN, so a convolution that met a non-finite value is computed again directly
+    if status is None or status.any():
+        if items.bands is not None:
+            status = np.zeros(len(items.bands))
+            loop = conv_gemm.conv_taps if items.by_taps else conv_gemm.conv_bands
+            loop(items.flops, arrays, geometry, items.bands, flags, status)
+        else:
+            cols = _NO_COLS[dtype] if pointwise else np.empty((n * group, cg * taps, rows * width), dtype)
+            status = np.zeros(len(items.parts))
+            conv_gemm.conv_parts(items.flops, arrays, geometry, items.builds, items.parts, cols, flags, status)
     if status.any():  # inf or nan (NaN is true): the flag numpy's status would have shown
         _raise_overflow_flag()
     if code not in (ACT_NONE, ACT_RELU):

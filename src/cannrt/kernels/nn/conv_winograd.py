@@ -8,7 +8,9 @@ products are 16 BLAS products (M x C) @ (C x tiles), one per position in the 4x4
 take 4/9 of the direct products' flops. The weights are transformed per call (a model's
 weights are device memory, which may be rewritten between calls); a convolution whose weights
 outweigh its tiles (conv_plan.winograd) keeps the direct products. Rounding differs from the
-direct sum (a few ulp of the largest term; the light models stay within 1e-5 of onnxruntime).
+direct sum (a few ulp of the largest term; the light models stay within 1e-5 of onnxruntime),
+and where the direct sum overflows to inf the transforms give inf - inf = NaN: conv.py computes
+a convolution whose status reports a non-finite value again with the direct products.
 
 Layout as conv_gemm's: x (N, C, H*W), w (1, M, C*9), y (N, M, OH*OW), geometry as there. Four
 team loops: the weights' transform U (16, M, C) in parts of output channels, the input's V (16,
