@@ -15,6 +15,7 @@ from cannrt.abi import CoreKind, ErrorType, KernelSqe, SdmaOp, SdmaSqe
 from cannrt.device.kernel_costs import KernelCosts
 from cannrt.device.l2 import L2Model
 from cannrt.device.placement import place
+from cannrt.device.task import ONE_BLOCK
 from cannrt.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class Engines:
                     end = at + block_ns[0] if at == start else at + block_ns[0] + self._block_launch_ns
                     heapq.heapreplace(heap, (end, first_core))
                     if self.records is not None:
-                        task.block_at, task.block_end = at, end
+                        task.blocks, task.block_at, task.block_end = ONE_BLOCK, at, end
                     task.cores = self._one_core[first_core]
                 else:
                     end = self._place_blocks(task, kernel.name, heap, start, block_ns)

@@ -24,6 +24,7 @@ import numpy as np
 
 from cannrt.abi import RECORD_MEMSET, KernelSqe, SdmaOp, SdmaSqe, SqeType, TaskRecord
 from cannrt.abi.records import MARK_FIELDS, NO_EXTRA, ROW_FIELDS, TASK_ROW, TaskChunk, TaskSink
+from cannrt.device.task import ONE_BLOCK
 
 if TYPE_CHECKING:
     from cannrt.abi import Work
@@ -59,10 +60,10 @@ def task_name(sqe_type: int) -> str:
 
 def spans(task: Task) -> tuple[tuple[int, int, int], ...]:
     """The (core, start, end) of each block of a task traced (a one-block kernel keeps its block
-    in two slots)."""
-    if task.blocks or task.block_end < 0:
-        return task.blocks
-    return ((task.cores[0], task.block_at, task.block_end),)
+    in two slots: its blocks is ONE_BLOCK)."""
+    if task.blocks is ONE_BLOCK:
+        return ((task.cores[0], task.block_at, task.block_end),)
+    return task.blocks
 
 
 def task_record(device_id: int, task: Task) -> TaskRecord:
@@ -159,13 +160,15 @@ class TaskLog:
     def settle(self) -> None:
         """Write the rows of the pending tasks (device lock held), or (no sink) keep them. A task
         of the last task's shape (and one block, as that one was) is one `pack_into`."""
+        if not self.pending:  # (every advance settles, most complete nothing)
+            return
         pending, self.pending = self.pending, []
         if self.sink is None:
             self.tasks += pending
             return
         sqe, aux, buffer, offset, limit = self._sqe, self._aux, self._buffer, self._offset, self._limit
         for task in pending:
-            if task.sqe is sqe and task.aux is aux and not (task.status or task.discarded or task.blocks):
+            if task.sqe is sqe and task.aux is aux and task.blocks is ONE_BLOCK and not (task.status or task.discarded):
                 _PACK(
                     buffer,
                     offset,
@@ -182,7 +185,8 @@ class TaskLog:
                     continue
                 self._offset = offset
                 self._hand_over()
-            else:  # another shape (or blocks than its shape's first task had: a shape fixes them)
+            else:  # another shape, or not the one block its shape's first task had (a shape fixes
+                # its blocks; one placed before tracing started has none)
                 self._offset = offset
                 self._add_other(task)
             sqe, aux, buffer, offset, limit = self._sqe, self._aux, self._buffer, self._offset, self._limit

@@ -12,10 +12,16 @@ if TYPE_CHECKING:
     from cannrt.kernels.registry import Kernel
 
 
+# the blocks of a one-block kernel traced: its block is on cores[0] from block_at to block_end
+# (two slots set while placing it, no tuples made per task)
+ONE_BLOCK: tuple[tuple[int, int, int], ...] = ((-1, -1, -1),)
+
+
 class Task:
     """One fetched SQE with the state both executions keep about it."""
 
-    block_at: int  # set with block_end (see __init__)
+    block_at: int  # the block of a task whose blocks is ONE_BLOCK (unset otherwise)
+    block_end: int
 
     __slots__ = (
         "args",
@@ -69,9 +75,6 @@ class Task:
         self.start_ns = 0
         self.end_ns = 0
         self.cores: tuple[int, ...] = ()
-        self.blocks: tuple[tuple[int, int, int], ...] = ()  # (core, start, end) when tracing
-        # a one-block kernel's block, when tracing: on cores[0] from block_at to block_end (no
-        # tuples made per task; -1: none), blocks then stays empty
-        self.block_end = -1
+        self.blocks: tuple[tuple[int, int, int], ...] = ()  # (core, start, end) when tracing, or ONE_BLOCK
         self.dump: DumpRecord | None = None  # tensors captured for a data or exception dump
         self.aux: Any = None  # kernels: (pipe times, L2 hit rate, work) from their costing

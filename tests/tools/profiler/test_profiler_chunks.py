@@ -15,7 +15,7 @@ import cannrt
 from cannrt.abi import SqeType, TaskRecord
 from cannrt.abi.records import TaskChunk
 from cannrt.api.profile import TASK_ORDER, profile
-from cannrt.device.records import TaskLog, spans, task_record
+from cannrt.device.records import ROW_BYTES, TaskLog, spans, task_record
 from cannrt.runtime.core import get_runtime
 from cannrt.tools.profiler.spool import ScratchDir, TaskSpool
 
@@ -249,7 +249,7 @@ def test_tasks_completed_in_one_advance_are_settled_when_it_ends() -> None:
     nops(stream, 3000)  # more than an SQ's depth: the SQ fills, the device catches up in advances
     log = runtime.driver._npu(0).timeline.records
     assert log is not None and not log.pending  # the synchronize's advance settled its tasks
-    rows_before_stop = sum(c.tasks for c in sink.chunks) + log._offset // 56
+    rows_before_stop = sum(c.tasks for c in sink.chunks) + log._offset // ROW_BYTES
     runtime.driver.trace_stop(0, runtime.host_time_ns)
     cannrt.reset_runtime()
     assert rows_before_stop == sum(c.tasks for c in sink.chunks) == 3000

@@ -154,7 +154,7 @@ def convolve_into(
     BLAS product per item of conv_plan, the bias and a relu fused into the pass that writes y;
     the items on the thread team), then any other activation in place, and a cast into y when
     it is of another dtype or not contiguous."""
-    from cannrt.kernels.nn import conv_gemm  # numba: imported by the first convolution
+    from cannrt.kernels.nn import conv_gemm, conv_winograd  # numba: imported by the first convolution
 
     dtype = compute_dtype(x)
     n, c = x.shape[:2]
@@ -180,8 +180,6 @@ def convolve_into(
     arrays = (x3, w3, b, y3)
     status = None
     if winograd(group, mg, cg, window.kernel, window.strides, window.dilations, out):
-        from cannrt.kernels.nn import conv_winograd
-
         scratch = conv_winograd.workspace(conv_winograd.workspace_size(n, geometry), dtype)
         status = np.zeros(conv_winograd.PARTS)
         conv_winograd.conv_winograd(items.flops, arrays, geometry, flags, scratch, status)
