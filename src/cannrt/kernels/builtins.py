@@ -113,7 +113,7 @@ def _div(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
 
 def _relu(x: np.ndarray, out: np.ndarray) -> None:
     try:  # as _add
-        np.maximum(x, 0, out)
+        np.maximum(x, 0, out=out)
     except TypeError:
         np.maximum(x, 0, out=out, casting="unsafe")
 
