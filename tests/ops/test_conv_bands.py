@@ -5,6 +5,7 @@ every cut gives onnxruntime's result, and the cuts depend on the shape alone."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -25,6 +26,13 @@ def _plan(
     n: int, group: int, mg: int, cg: int, taps: int, out: tuple[int, int], pointwise: bool, unit: bool = False
 ) -> conv_plan.Plan:
     return conv_plan.plan(n, group, mg, cg, taps, out[0], out[1], 4, pointwise, unit)
+
+
+def _band_count(*args: object) -> int:
+    """How many row bands _plan(*args) cuts."""
+    bands = _plan(*args).bands  # type: ignore[arg-type]
+    assert bands is not None
+    return len(bands)
 
 
 def test_a_wide_image_is_cut_into_row_bands_of_about_band_bytes_of_im2col() -> None:
@@ -60,8 +68,17 @@ def test_few_output_channels_or_more_pixels_than_channels_take_bands() -> None:
     assert _plan(1, 1, 1024, 256, 1, (14, 14), True).bands is None
 
 
-def test_a_small_product_over_a_short_inner_dimension_is_cut_into_small_products() -> None:
-    """BLAS's small-matrix kernels (no packing) take products of up to SMALL_PRODUCT
+@pytest.fixture
+def small_products(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """conv_plan as it plans for OpenBLAS (its plans are remembered per shape: forgotten around)."""
+    conv_plan.plan.cache_clear()
+    monkeypatch.setattr(conv_plan, "SMALL_PRODUCTS", True)
+    yield
+    conv_plan.plan.cache_clear()
+
+
+def test_a_small_product_over_a_short_inner_dimension_is_cut_into_small_products(small_products: object) -> None:
+    """OpenBLAS's small-matrix kernels (no packing) take products of up to SMALL_PRODUCT
     multiply-adds: a product over an inner dimension of at most SMALL_MAX_DEPTH (input channels
     of a pointwise window, channels x taps of an im2col band) is cut into an even number of
     bands that small, when SMALL_MAX_BANDS of them are enough."""
@@ -73,8 +90,27 @@ def test_a_small_product_over_a_short_inner_dimension_is_cut_into_small_products
     stem = conv_plan.plan(1, 1, 64, 3, 9, 111, 111, 4, False, False)  # squeezenet's 3x3/2 over 3 channels
     assert stem.bands is not None and 2 < len(stem.bands) <= conv_plan.SMALL_MAX_BANDS
     assert 64 * 27 * max(r1 - r0 for _, _, r0, r1 in stem.bands) * 111 <= conv_plan.SMALL_PRODUCT
-    assert len(_plan(1, 1, 64, 512, 1, (13, 13), True).bands) == 2  # too deep: packing pays
-    assert len(_plan(1, 1, 64, 256, 1, (56, 56), True).bands) == 4  # 56 bands would be needed: 1 MiB bands
+    assert _band_count(1, 1, 64, 512, 1, (13, 13), True) == 2  # too deep: packing pays
+    assert _band_count(1, 1, 64, 256, 1, (56, 56), True) == 4  # 56 bands would be needed: 1 MiB bands
+
+
+def test_with_onemkl_a_small_product_keeps_bands_of_band_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """oneMKL packs small products too: they are not cut finer than BAND_BYTES of im2col."""
+    conv_plan.plan.cache_clear()
+    monkeypatch.setattr(conv_plan, "SMALL_PRODUCTS", False)
+    try:
+        assert _band_count(1, 1, 128, 32, 1, (27, 27), True) == 2
+        stem = conv_plan.plan(1, 1, 64, 3, 9, 111, 111, 4, False, False)
+        assert stem.bands is not None and len(stem.bands) == 2
+    finally:
+        conv_plan.plan.cache_clear()
+
+
+def test_a_single_image_on_two_threads_takes_an_even_number_of_bands() -> None:
+    """Three bands of one image would leave one thread the third alone: 224 channels over 56 x 56
+    need 2.7 MiB of bands, in four."""
+    assert _band_count(1, 1, 128, 224, 1, (56, 56), True) == 4
+    assert _band_count(1, 1, 64, 64, 9, (56, 56), False) % 2 == 0
 
 
 def test_a_unit_stride_window_over_enough_input_channels_takes_per_tap_products() -> None:

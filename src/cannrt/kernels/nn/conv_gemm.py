@@ -6,7 +6,7 @@ one of extent 1 along the missing axes. An output row is one (od, oh): OW pixels
 the int tuple (D, H, W, kd, kh, kw, sd, sh, sw, dd, dh, dw, pd, ph, pw, OD, OH, OW, G, Cg, Mg).
 conv_plan.py cuts the items; every loop gives the same numbers whichever thread runs an item.
 
-Products call SciPy's BLAS (?gemm, through its Cython API: numba's np.dot calls the same) with
+Products call a BLAS ?gemm (gemm_library.py: oneMKL's, else SciPy's OpenBLAS) with
 row pitches, so a band's product is written into y itself, a pointwise band reads x in place, and
 the per-tap products of a unit-stride window read shifted views of one padded slab and add up in
 BLAS (beta 1). The products run where numpy's float status cannot see them: each item's last
@@ -24,15 +24,16 @@ import llvmlite.binding
 import numba
 import numpy as np
 from numba import prange, types
-from numba.extending import get_cython_function_address
 
+from cannrt.kernels.nn import gemm_library
 from cannrt.kernels.nn.team import team_loop
 
 Geometry = tuple[int, ...]
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # x (N, C, S), w (G, Mg, K), bias (M,), y (N, M, P)
 
-for _name in ("sgemm", "dgemm"):  # by name, so that numba's disk cache stays valid across processes
-    llvmlite.binding.add_symbol("cannrt_" + _name, get_cython_function_address("scipy.linalg.cython_blas", _name))
+# by name, so that numba's disk cache stays valid across processes (and whichever library)
+llvmlite.binding.add_symbol("cannrt_sgemm", gemm_library.LIBRARY.sgemm)
+llvmlite.binding.add_symbol("cannrt_dgemm", gemm_library.LIBRARY.dgemm)
 _GEMM_SIGNATURE = types.void(*([types.uintp] * 13))  # Fortran ?gemm: every argument by address
 _sgemm: Any = types.ExternalFunction("cannrt_sgemm", _GEMM_SIGNATURE)
 _dgemm: Any = types.ExternalFunction("cannrt_dgemm", _GEMM_SIGNATURE)

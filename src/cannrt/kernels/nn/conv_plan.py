@@ -14,9 +14,9 @@ on the light models' convolutions, `benchmarks/conv.py`):
   and the product is cut by output channels: each part writes its rows of y directly.
 - bands: otherwise bands of output rows of about BAND_BYTES of im2col each (a band's matrix
   stays in L2 while its product reads it; a pointwise band reads x in place), at least two for a
-  single image and group; a product over an inner dimension of at most SMALL_MAX_DEPTH that up
-  to SMALL_MAX_BANDS bands bring down to SMALL_PRODUCT multiply-adds each is cut that fine
-  (BLAS's small-matrix kernels).
+  single image and group, an even number when there are two threads; with OpenBLAS, a product
+  over an inner dimension of at most SMALL_MAX_DEPTH that up to SMALL_MAX_BANDS bands bring down
+  to SMALL_PRODUCT multiply-adds each is cut that fine (its small-matrix kernels).
 Kernels below team.TEAM_MIN_FLOPS are one item. A 3x3 window of unit strides and dilations over
 many channels and tiles takes none of these: Winograd's F(2x2, 3x3) (conv_winograd.py, `winograd`).
 """
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cannrt.kernels.nn import team
+from cannrt.kernels.nn import gemm_library, team
 
 BAND_BYTES = 1 << 20  # im2col bytes per band
 PARTS_MAX_BYTES = 4 << 20  # im2col matrices (all images and groups) up to this are built whole
@@ -43,7 +43,9 @@ TAPS_FEW_OUTPUTS = 64  # output channels up to which per-tap products take four 
 # two bands on the team took 61 us, in four 26 us; 64 x 64 x 3136 in two 116 us, in 14-16 85 us;
 # squeezenet's 3 -> 64 3x3/2 stem, 64 x 27 x 12321, 0.39 ms in two bands, 0.29 in 32)
 # over an inner dimension of at most SMALL_MAX_DEPTH (512 -> 64 over 13 x 13: 70 us in two bands,
-# 104 in seven)
+# 104 in seven). oneMKL packs small products too: there bands of BAND_BYTES are faster (224 -> 128
+# over 28 x 28: 0.16-0.17 ms in two or four bands, 0.20 in 28), so only OpenBLAS takes them.
+SMALL_PRODUCTS = gemm_library.LIBRARY.name == "openblas"
 SMALL_PRODUCT = 1_000_000
 SMALL_MAX_BANDS = 32
 SMALL_MAX_DEPTH = 256
@@ -142,7 +144,8 @@ def plan(
         return Plan(None, _items(builds), _items(parts), flops)
     inner = cg if pointwise else depth  # the products' inner dimension
     count = max(math.ceil(inner * pixels * itemsize / BAND_BYTES), 2 if split else 1)
-    if split and inner <= SMALL_MAX_DEPTH:
+    count += count % 2 if split else 0  # an odd count leaves one thread the last band alone
+    if split and SMALL_PRODUCTS and inner <= SMALL_MAX_DEPTH:
         count = max(count, _small_products(mg, inner, rows, row_width))
     return Plan(_bands(n, group, rows, count), _items([]), _items([]), flops)
 
