@@ -21,6 +21,10 @@ CASES = {  # name: (H, W), kernel, strides, dilations, pads begin, pads end, cei
     "3x3/1 pad 1": ((20, 50), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), False),
     "1x5/3 dilated, uneven pads": ((17, 60), (1, 5), (1, 3), (1, 2), (0, 3), (0, 1), True),
     "4x3/2 dilation 2 pads 2": ((30, 49), (4, 3), (2, 2), (2, 2), (2, 2), (2, 1), False),
+    "2x2/2 pad 1 ceil mode, odd sizes": ((9, 11), (2, 2), (2, 2), (1, 1), (1, 1), (1, 1), True),
+    "5x5/1 pad 2 (rows past three)": ((12, 14), (5, 5), (1, 1), (1, 1), (2, 2), (2, 2), False),
+    "3x3/2 pad 1 over 2 x 3": ((2, 3), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), False),
+    "3x1/1 over one column": ((7, 1), (3, 1), (1, 1), (1, 1), (0, 0), (0, 0), False),
 }
 
 
@@ -66,8 +70,8 @@ def test_a_window_on_pads_alone_holds_minus_infinity() -> None:
 def test_what_it_does_not_take() -> None:
     x = np.zeros((1, 2, 8, 64), np.float32)
     y = np.zeros((1, 2, 4, 32), np.float32)
-    assert pool_loops.takes(x, y)
-    assert not pool_loops.takes(x[..., :40], y)  # narrower than MIN_WIDTH (and strided)
+    assert pool_loops.takes(x, y) and pool_loops.takes(x[..., :1].copy(), y[..., :1].copy())
+    assert not pool_loops.takes(x[..., :40], y)  # strided
     assert not pool_loops.takes(x.astype(np.float16), y.astype(np.float16))
     assert not pool_loops.takes(x, y.astype(np.float64))
     wide = np.zeros((1, 2, 4, 64), np.float32)

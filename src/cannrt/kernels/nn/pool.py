@@ -2,9 +2,10 @@
 
 maxpool: x, y, then the window ints (kernel, strides, dilations, pads begin, pads end per axis);
 maxpool_indices: x, y, indices, storage order, window; avgpool: x, y, count_include_pad, window;
-global_avgpool / global_maxpool: x, y. Max and average pooling reduce one spatial axis after the
-other, one strided view of the unpadded input per kernel offset (Window.reduce), in slabs of
-planes on both host threads for large inputs: no loop over pixels, no padded copy.
+global_avgpool / global_maxpool: x, y. A 2-D fp32 / fp64 max pooling is one numba pass
+(pool_loops.py). Other max and average poolings reduce one spatial axis after the other, one
+strided view of the unpadded input per kernel offset (Window.reduce), in slabs of planes on both
+host threads for large inputs: no loop over pixels, no padded copy.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ again once numba has loaded SciPy's BLAS for np.dot).
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import time
@@ -105,7 +106,7 @@ def _first_team() -> None:
     config: Any = numba.config
     if config.THREADING_LAYER == "default":
         try:
-            from numba.np.ufunc import omppool  # noqa: F401
+            importlib.import_module("numba.np.ufunc.omppool")
         except ImportError:
             config.THREADING_LAYER = "threadsafe"
         else:
