@@ -1,6 +1,7 @@
 """The thread team (kernels/nn/team.py): loops run parallel where a team may start and serially
-where it may not (a forked child, no thread-safe threading layer), with the same numbers; two
-threads may run teams at once (two devices' workers)."""
+where it may not (a forked child, no thread-safe threading layer, a thread other than the one
+that leads the teams), with the same numbers; two threads may run loops at once (two devices'
+workers)."""
 
 from __future__ import annotations
 
@@ -68,7 +69,50 @@ def test_the_crowded_rule_needs_a_long_wait_off_the_core() -> None:
     assert not team.crowded(wall=0.0012, off_core=0.0009)  # shorter than CROWDED_MIN_S: a preemption
 
 
-def test_two_threads_run_teams_at_once() -> None:
+def test_one_thread_leads_the_teams_and_the_others_run_their_loops_serially(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GNU OpenMP keeps a pool of threads per thread that starts teams: a second pool would give
+    it more threads than cores, and it then cuts every spin wait short (a futex wake per team)."""
+    monkeypatch.setitem(team._state, "leader", None)
+    before = team.TEAMS[0]
+    _, expected = _conv(5)
+    assert team.TEAMS[0] == before + 1 and team._state["leader"] is threading.current_thread()
+    results: list[np.ndarray] = []
+    other = threading.Thread(target=lambda: results.append(_conv(5)[1]))
+    other.start()
+    other.join(timeout=120)
+    assert team.TEAMS[0] == before + 1 and results[0].tobytes() == expected.tobytes()
+
+
+def test_when_the_leader_has_ended_the_next_thread_to_start_a_team_leads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread's pool ends with the thread: the leadership is free again."""
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    monkeypatch.setitem(team._state, "leader", ended)
+    before = team.TEAMS[0]
+    _conv(6)
+    assert team.TEAMS[0] == before + 1 and team._state["leader"] is threading.current_thread()
+
+
+def test_a_thread_that_never_leads_runs_its_loops_serially(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The device's worker says so when it starts: it runs work while the host is busy."""
+    _, expected = _conv(7)
+    monkeypatch.setitem(team._state, "leader", None)
+    before = team.TEAMS[0]
+    results: list[np.ndarray] = []
+
+    def run() -> None:
+        team.never_lead()
+        results.append(_conv(7)[1])
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=120)
+    assert team.TEAMS[0] == before and team._state["leader"] is None
+    assert results[0].tobytes() == expected.tobytes()
+
+
+def test_two_threads_run_loops_at_once() -> None:
     expected = {seed: _conv(seed)[1] for seed in (3, 4)}
     results: dict[int, list[np.ndarray]] = {3: [], 4: []}
 

@@ -42,6 +42,7 @@ from cannrt.device.reports import FaultSite
 from cannrt.device.task import Task
 from cannrt.device.views import ArgumentFault, ArgumentViews
 from cannrt.errors import ErrorCode
+from cannrt.kernels.nn.team import never_lead
 
 if TYPE_CHECKING:
     from cannrt.device.fetcher import Fetcher
@@ -109,8 +110,11 @@ class Executor:
         """Run work when the host waits for it or stops submitting (no doorbell for QUIET_S).
 
         While the host is busy submitting, the worker stays out of its way: on a real chip the
-        device's work costs the host no CPU, here it shares the interpreter with the host.
+        device's work costs the host no CPU, here it shares the interpreter with the host. A
+        host thread that waits for a result runs the work itself (run_waiting): the worker steps
+        aside, and its kernels never start a thread team (kernels/nn/team.py says why).
         """
+        never_lead()
         with self._float_flags():
             self._serve()
 
@@ -127,10 +131,14 @@ class Executor:
                 continue
             sync.urgent = False
             fetcher.fetch_all()
-            with self._run_lock:  # until the host submits again (unless it waits for results)
-                progressed = self._drain_all(None if sync.host_waiters else fetcher.doorbells)
-            if progressed or sync.urgent:
-                continue
+            if not sync.host_awaits():
+                with self._run_lock:  # until the host submits again or waits for a result
+                    progressed = self._drain_all(None if sync.host_waiters else fetcher.doorbells, sync)
+                if sync.host_awaits():  # it stepped aside: the waiting thread runs the rest
+                    with sync.lock:
+                        sync.lock.notify_all()
+                elif progressed or sync.urgent:
+                    continue
             sync.idle = True
             if not fetcher.has_unfetched():
                 wake.wait(IDLE_S)
@@ -163,25 +171,26 @@ class Executor:
             self._fp_line = caller_line()
         self._fp_flags |= flag
 
-    def _drain_all(self, doorbells: deque[SubmissionQueue] | None = None) -> bool:
+    def _drain_all(self, doorbells: deque[SubmissionQueue] | None = None, host: DeviceSync | None = None) -> bool:
         """Run what is runnable on every SQ; True if anything ran. With the doorbell list, stop
         once it holds a doorbell: the host is submitting again, and the worker keeps out of its
-        way (both share one interpreter; taking turns at the GIL costs each of them)."""
+        way (both share one interpreter; taking turns at the GIL costs each of them). With the
+        device's handshakes, stop once a host thread waits for a result (it runs the rest)."""
         progressed = False
         for sq in self._fetcher.sq_list:
-            progressed |= self._drain(sq, doorbells)
+            progressed |= self._drain(sq, doorbells, host)
         return progressed
 
-    def _drain(self, sq: SubmissionQueue, doorbells: deque[SubmissionQueue] | None) -> bool:
+    def _drain(self, sq: SubmissionQueue, doorbells: deque[SubmissionQueue] | None, host: DeviceSync | None) -> bool:
         """Run the head tasks of one SQ while they are runnable (and no doorbell rang, if
-        watched); True if any ran."""
+        watched; and no host thread waits for a result, if watched); True if any ran."""
         queue = sq.real_queue
         if not queue:
             return False
         blocked, run, take = self.blocked_sqs, self._run, queue.popleft
         ran = False
         while queue:
-            if (blocked and sq.sq_id in blocked) or doorbells:
+            if (blocked and sq.sq_id in blocked) or doorbells or (host and host.host_awaits()):
                 break
             task = queue[0]
             if task.sqe.sqe_type == _EVENT_WAIT and not self._wait_released(task):

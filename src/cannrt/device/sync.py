@@ -36,7 +36,7 @@ class DeviceSync:
         self.lock = threading.Condition(threading.Lock())
         self.wake = threading.Event()  # set to wake the worker
         self.idle = False  # the worker found nothing to do and sleeps
-        self.urgent = False  # someone waits for real results: the worker runs at once
+        self.urgent = False  # someone waits for real results: the worker looks at once
         self.host_waiters = 0  # host threads inside a wait (guarded by lock)
         self.awaited: Task | None = None  # the task the scheduler waits to see run for real
         self.scheduling = False  # a thread drives the scheduler (guarded by lock)
@@ -44,8 +44,13 @@ class DeviceSync:
         # runs what can run on the waiting thread (the worker's, wired by the Npu); False if none
         self.run_waiting: Callable[[], bool] | None = None
 
+    def host_awaits(self) -> bool:
+        """A host thread waits for a task's real results and runs what can run itself
+        (run_waiting): the worker steps aside meanwhile."""
+        return self.awaited is not None and self.run_waiting is not None
+
     def hurry(self) -> None:
-        """Someone waits for real results: the worker runs everything now."""
+        """Someone waits for real results and could not run them: wake the worker."""
         self.urgent = True
         self.wake.set()
 

@@ -13,6 +13,13 @@ serial twin runs the same items in the same order, so a result never depends on 
 - in a process forked after this one started a team (GNU OpenMP's threads do not survive a
   fork: a team there would hang), and where numba has no thread-safe layer (its workqueue
   layer aborts when two threads start teams at once: two devices' workers) or cannot start one;
+- on every thread but the one that leads the process's teams (the first to start one, while
+  it lives), and on threads that said they never lead (`never_lead`: the device's worker, which
+  runs tasks while the host is busy, or before a waiting host thread takes over). GNU OpenMP
+  keeps a pool of threads per thread that starts teams; with more pool threads than cores it
+  cuts its spin waits from 300,000 rounds to 100 (throttled), so every team's thread then
+  sleeps between loops and is woken by futex: one execute of squeezenet run by the device's
+  worker left every later execute at 11.5-16.7 ms instead of 9.0-10.0;
 - for a while after a crowded team: its caller was off its core for a share of the call
   (`crowded`: other processes hold the cores, or the scheduler put the team's threads on one
   core, where GNU OpenMP's spinning waits cost a time slice per barrier: on this project's
@@ -40,7 +47,8 @@ from cannrt.kernels.nn import blas
 TEAM_THREADS = 2  # the caller's core and one more, as blas.parallel_for uses
 TEAM_MIN_FLOPS = 2e6  # kernels below this run serially (about 10 us of work)
 _lock = threading.Lock()
-_state: dict[str, Any] = {"pid": None, "usable": None}  # the process that started a team; layer usable
+_state: dict[str, Any] = {"pid": None, "usable": None, "leader": None}  # the process that started
+# a team; layer usable; the thread that leads the teams
 _local = threading.local()
 TEAMS = [0]  # loops run on a team so far (tests read it)
 CROWDED = [0]  # teams whose caller was off its core (tests read it)
@@ -50,11 +58,24 @@ thread_clock = time.thread_time  # CPU time of the calling thread (tests replace
 
 
 def _usable() -> bool:
-    """Whether this process may start a team now (see the module docstring)."""
+    """Whether the calling thread may start a team now (see the module docstring)."""
     if _state["usable"] is False or (_backoff[0] and time.perf_counter() < _backoff[0]):
         return False
-    pid = _state["pid"]
-    return pid is None or pid == os.getpid()
+    pid, leader = _state["pid"], _state["leader"]
+    if pid is not None and pid != os.getpid():
+        return False
+    return leader is threading.current_thread() or (_claimable(leader) and not getattr(_local, "never", False))
+
+
+def _claimable(leader: threading.Thread | None) -> bool:
+    """Whether a thread may become the leader: none yet, or the leader ended (GNU OpenMP frees
+    a thread's pool when the thread ends)."""
+    return leader is None or not leader.is_alive()
+
+
+def never_lead() -> None:
+    """The calling thread runs every loop serially: it never starts a team (the device's worker)."""
+    _local.never = True
 
 
 def reset_backoff() -> None:
@@ -114,6 +135,17 @@ def _first_team() -> None:
     _state["pid"] = os.getpid()
 
 
+def _lead() -> bool:
+    """Make the calling thread the leader of the process's teams, unless a live thread is."""
+    with _lock:
+        if not _claimable(_state["leader"]):
+            return False
+        if _state["pid"] is None:
+            _first_team()
+        _state["leader"] = threading.current_thread()
+        return True
+
+
 def _renamed(function: Callable[..., None], suffix: str) -> Callable[..., None]:
     """A copy of function under another qualified name: numba's disk cache keys a function by
     its file and name, not by whether it was compiled parallel."""
@@ -151,10 +183,10 @@ class TeamLoop:
             self._serial(*args)
             return
         try:
+            if _state["leader"] is not threading.current_thread() and not _lead():
+                self._serial(*args)  # another thread became the leader first
+                return
             if not getattr(_local, "ready", False):
-                with _lock:
-                    if _state["pid"] is None:
-                        _first_team()
                 _prepare_thread()  # starts numba's threads: raises where no thread-safe layer loads
             TEAMS[0] += 1
             compiled = len(self._parallel.overloads)  # type: ignore[attr-defined]
