@@ -182,7 +182,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_each_cut_matches_onnxruntime_in_fp32(rt: Runtime, case: str) -> None:
+def test_each_cut_matches_onnxruntime_in_fp32(host_runs_kernels: Runtime, case: str) -> None:
     x_shape, w_shape, attrs = CASES[case]
     inputs = {"x": _rand(*x_shape, seed=1), "w": _rand(*w_shape, seed=2), "b": _rand(w_shape[0], seed=3)}
     before = team.TEAMS[0]

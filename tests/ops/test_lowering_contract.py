@@ -153,7 +153,7 @@ def test_conv_and_pooling_in_one_and_three_spatial_axes(rt: Runtime, spatial: tu
     _check("AveragePool", {"x": inputs["x"]}, kernel_shape=[3] * nd, pads=[1] * (2 * nd), count_include_pad=1)
 
 
-def test_a_large_convolution_runs_its_items_on_the_thread_team(rt: Runtime) -> None:
+def test_a_large_convolution_runs_its_items_on_the_thread_team(host_runs_kernels: Runtime) -> None:
     from cannrt.kernels.nn import team
 
     inputs = {"x": _rand(1, 64, 24, 24, seed=25), "w": _rand(96, 64, 3, 3, seed=26), "b": _rand(96, seed=27)}
