@@ -1,6 +1,6 @@
-"""The convolution products' BLAS (kernels/nn/gemm_library.py): oneMKL's sequential layer where
-installed, SciPy's OpenBLAS otherwise or when CANNRT_BLAS=openblas asks; either computes the
-same convolutions, and a product's bits do not depend on where its operands lie."""
+"""The convolution products' BLAS (kernels/nn/gemm_library.py): oneMKL's sequential layer on Intel
+CPUs where installed, SciPy's OpenBLAS otherwise, or the one CANNRT_BLAS asks for; either
+computes the same convolutions, and a product's bits do not depend on where its operands lie."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from cannrt.kernels.nn.conv import convolve_into
 from cannrt.kernels.nn.window import Window
 
 MKL_INSTALLED = gemm_library.mkl_path() is not None
+DEFAULT = gemm_library.default_name(gemm_library.cpu_vendor()) if MKL_INSTALLED else "openblas"
 
 
 def _conv_script() -> str:
@@ -54,18 +56,30 @@ def test_openblas_is_scipys_sgemm_and_dgemm() -> None:
 def test_an_unknown_choice_warns_and_takes_the_default() -> None:
     with pytest.warns(RuntimeWarning, match="CANNRT_BLAS='atlas' is not one of mkl, openblas"):
         library = gemm_library.choose("atlas")
-    assert library.name == ("mkl" if MKL_INSTALLED else "openblas")
+    assert library.name == DEFAULT
+
+
+def test_onemkl_is_the_default_on_intel_cpus_only() -> None:
+    """oneMKL takes its AVX2 branch on AMD's CPUs, where OpenBLAS's AVX-512 kernels were faster."""
+    assert gemm_library.default_name("GenuineIntel") == "mkl"
+    assert gemm_library.default_name("AuthenticAMD") == "openblas"
+    assert gemm_library.default_name("") == "openblas"  # no /proc/cpuinfo: the library in every wheel
+    if "CANNRT_BLAS" not in os.environ:
+        assert gemm_library.LIBRARY.name == DEFAULT
+
+
+def test_the_cpu_vendor_is_the_first_vendor_id_of_cpuinfo(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\nvendor_id\t: Other\n")
+    assert gemm_library.cpu_vendor(str(info)) == "AuthenticAMD"
+    info.write_text("processor\t: 0\nBogoMIPS\t: 50.00\n")  # an Arm CPU's has none
+    assert gemm_library.cpu_vendor(str(info)) == ""
+    assert gemm_library.cpu_vendor(str(tmp_path / "missing")) == ""
 
 
 @pytest.mark.skipif(not MKL_INSTALLED, reason="the mkl wheel is a dependency on x86-64 Linux only")
-def test_onemkl_is_the_default_where_installed() -> None:
-    assert gemm_library.LIBRARY.name == "mkl"
-    assert gemm_library.choose("MKL ").name == "mkl"
-
-
-@pytest.mark.skipif(not MKL_INSTALLED, reason="the mkl wheel is a dependency on x86-64 Linux only")
-def test_cannrt_blas_openblas_computes_the_same_convolution_in_another_process() -> None:
-    chosen, fallback = _run({}), _run({"CANNRT_BLAS": "openblas"})
+def test_cannrt_blas_chooses_and_both_compute_the_same_convolution_in_other_processes() -> None:
+    chosen, fallback = _run({"CANNRT_BLAS": "mkl"}), _run({"CANNRT_BLAS": "openblas"})
     assert (chosen["library"], fallback["library"]) == ("mkl", "openblas")
     a, b = np.asarray(chosen["y"]), np.asarray(fallback["y"])
     assert np.allclose(a, b, rtol=1e-5, atol=1e-4) and np.max(np.abs(a)) > 1
