@@ -47,8 +47,8 @@ from cannrt.kernels.nn import blas
 TEAM_THREADS = 2  # the caller's core and one more, as blas.parallel_for uses
 TEAM_MIN_FLOPS = 2e6  # kernels below this run serially (about 10 us of work)
 _lock = threading.Lock()
-_state: dict[str, Any] = {"pid": None, "usable": None, "leader": None}  # the process that started
-# a team; layer usable; the thread that leads the teams
+# the process that started a team; whether numba's layer is usable; the thread that leads the teams
+_state: dict[str, Any] = {"pid": None, "usable": None, "leader": None}
 _local = threading.local()
 TEAMS = [0]  # loops run on a team so far (tests read it)
 CROWDED = [0]  # teams whose caller was off its core (tests read it)
