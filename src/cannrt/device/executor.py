@@ -124,20 +124,19 @@ class Executor:
         seen = -1
         while not self.stopping:
             rung = fetcher.submitted()
-            if not (sync.urgent or rung == seen):
+            if rung != seen:
                 seen = rung
                 wake.wait(QUIET_S)
                 wake.clear()
                 continue
-            sync.urgent = False
             fetcher.fetch_all()
             if not sync.host_awaits():
                 with self._run_lock:  # until the host submits again or waits for a result
-                    progressed = self._drain_all(None if sync.host_waiters else fetcher.doorbells, sync)
+                    progressed = self._drain_all(None if sync.host_waiters else fetcher.doorbells, step_aside=True)
                 if sync.host_awaits():  # it stepped aside: the waiting thread runs the rest
                     with sync.lock:
                         sync.lock.notify_all()
-                elif progressed or sync.urgent:
+                elif progressed:
                     continue
             sync.idle = True
             if not fetcher.has_unfetched():
@@ -171,26 +170,26 @@ class Executor:
             self._fp_line = caller_line()
         self._fp_flags |= flag
 
-    def _drain_all(self, doorbells: deque[SubmissionQueue] | None = None, host: DeviceSync | None = None) -> bool:
+    def _drain_all(self, doorbells: deque[SubmissionQueue] | None = None, step_aside: bool = False) -> bool:
         """Run what is runnable on every SQ; True if anything ran. With the doorbell list, stop
         once it holds a doorbell: the host is submitting again, and the worker keeps out of its
-        way (both share one interpreter; taking turns at the GIL costs each of them). With the
-        device's handshakes, stop once a host thread waits for a result (it runs the rest)."""
+        way (both share one interpreter; taking turns at the GIL costs each of them). With
+        step_aside, stop once a host thread waits for a result (it runs the rest)."""
         progressed = False
         for sq in self._fetcher.sq_list:
-            progressed |= self._drain(sq, doorbells, host)
+            progressed |= self._drain(sq, doorbells, step_aside)
         return progressed
 
-    def _drain(self, sq: SubmissionQueue, doorbells: deque[SubmissionQueue] | None, host: DeviceSync | None) -> bool:
+    def _drain(self, sq: SubmissionQueue, doorbells: deque[SubmissionQueue] | None, step_aside: bool) -> bool:
         """Run the head tasks of one SQ while they are runnable (and no doorbell rang, if
         watched; and no host thread waits for a result, if watched); True if any ran."""
         queue = sq.real_queue
         if not queue:
             return False
-        blocked, run, take = self.blocked_sqs, self._run, queue.popleft
+        blocked, run, take, sync = self.blocked_sqs, self._run, queue.popleft, self._sync
         ran = False
         while queue:
-            if (blocked and sq.sq_id in blocked) or doorbells or (host and host.host_awaits()):
+            if (blocked and sq.sq_id in blocked) or doorbells or (step_aside and sync.awaited is not None):
                 break
             task = queue[0]
             if task.sqe.sqe_type == _EVENT_WAIT and not self._wait_released(task):

@@ -36,7 +36,6 @@ class DeviceSync:
         self.lock = threading.Condition(threading.Lock())
         self.wake = threading.Event()  # set to wake the worker
         self.idle = False  # the worker found nothing to do and sleeps
-        self.urgent = False  # someone waits for real results: the worker looks at once
         self.host_waiters = 0  # host threads inside a wait (guarded by lock)
         self.awaited: Task | None = None  # the task the scheduler waits to see run for real
         self.scheduling = False  # a thread drives the scheduler (guarded by lock)
@@ -48,11 +47,6 @@ class DeviceSync:
         """A host thread waits for a task's real results and runs what can run itself
         (run_waiting): the worker steps aside meanwhile."""
         return self.awaited is not None and self.run_waiting is not None
-
-    def hurry(self) -> None:
-        """Someone waits for real results and could not run them: wake the worker."""
-        self.urgent = True
-        self.wake.set()
 
     def kick(self) -> None:
         """A doorbell was rung: wake an idle worker and any host thread waiting on the device."""
@@ -104,9 +98,10 @@ class DeviceSync:
         try:
             while not _ran(task):  # set by the worker thread
                 run_here = self.run_waiting
-                if run_here is not None and run_here():
+                if run_here is None:
+                    self.wake.set()  # nothing runs work on this thread: the worker does
+                elif run_here():
                     continue  # it ran something here: look again
-                self.hurry()
                 self.lock.wait(AWAIT_POLL_S)
                 if time.monotonic() > deadline:
                     if patience_s is not None:

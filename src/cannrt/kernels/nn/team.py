@@ -58,13 +58,11 @@ thread_clock = time.thread_time  # CPU time of the calling thread (tests replace
 
 
 def _usable() -> bool:
-    """Whether the calling thread may start a team now (see the module docstring)."""
+    """Whether this process may start a team now (see the module docstring)."""
     if _state["usable"] is False or (_backoff[0] and time.perf_counter() < _backoff[0]):
         return False
-    pid, leader = _state["pid"], _state["leader"]
-    if pid is not None and pid != os.getpid():
-        return False
-    return leader is threading.current_thread() or (_claimable(leader) and not getattr(_local, "never", False))
+    pid = _state["pid"]
+    return pid is None or pid == os.getpid()
 
 
 def _claimable(leader: threading.Thread | None) -> bool:
@@ -135,15 +133,21 @@ def _first_team() -> None:
     _state["pid"] = os.getpid()
 
 
-def _lead() -> bool:
-    """Make the calling thread the leader of the process's teams, unless a live thread is."""
+def _leads() -> bool:
+    """Whether the calling thread leads the process's teams; it becomes the leader where none
+    lives, unless it said it never leads."""
+    leader, current = _state["leader"], threading.current_thread()
+    if leader is current:
+        return True
+    if getattr(_local, "never", False) or not _claimable(leader):
+        return False
     with _lock:
-        if not _claimable(_state["leader"]):
+        if not _claimable(_state["leader"]):  # another thread became the leader meanwhile
             return False
         if _state["pid"] is None:
             _first_team()
-        _state["leader"] = threading.current_thread()
-        return True
+        _state["leader"] = current
+    return True
 
 
 def _renamed(function: Callable[..., None], suffix: str) -> Callable[..., None]:
@@ -179,13 +183,10 @@ class TeamLoop:
         if self._serial is None:
             self._compile()
         assert self._parallel is not None and self._serial is not None
-        if flops < TEAM_MIN_FLOPS or not _usable():
+        if flops < TEAM_MIN_FLOPS or not _usable() or not _leads():
             self._serial(*args)
             return
         try:
-            if _state["leader"] is not threading.current_thread() and not _lead():
-                self._serial(*args)  # another thread became the leader first
-                return
             if not getattr(_local, "ready", False):
                 _prepare_thread()  # starts numba's threads: raises where no thread-safe layer loads
             TEAMS[0] += 1
