@@ -29,11 +29,10 @@ def place(heap: list[tuple[int, int]], block_ns: tuple[int, ...], start: int, la
     shortest = min(block_ns)
     if shortest <= 0 or count < ONE_BY_ONE_BELOW:  # a block ending at start could take its core
         return place_one_by_one(heap, block_ns, start, launch_ns, spans)  # again; or few heap ops
-    order = sorted(heap)
+    order = sorted(heap)  # linear when the heap is sorted, as this branch leaves it
     if count <= len(order) and order[count - 1][0] <= start:  # a free core for every block
         cores = tuple(map(_core, order[:count]))
-        heap[:] = [*zip(map(start.__add__, block_ns), cores, strict=True), *order[count:]]
-        heapq.heapify(heap)
+        heap[:] = sorted([*zip(map(start.__add__, block_ns), cores, strict=True), *order[count:]])  # a heap
         placed = tuple(zip(cores, [start] * count, [start + ns for ns in block_ns], strict=True)) if spans else ()
         return start + max(block_ns), cores, placed
     if order[-1][0] <= start and shortest == max(block_ns):  # whole rounds of equal blocks
