@@ -45,10 +45,12 @@ def model_shapes(names: list[str]) -> collections.Counter[Shape]:
     seen: collections.Counter[Shape] = collections.Counter()
     original = conv.convolve_into
 
-    def record(x: np.ndarray, w: np.ndarray, b: object, group: int, window: Window, y: np.ndarray, act: object) -> None:
+    def record(
+        x: np.ndarray, w: np.ndarray, b: object, group: int, window: Window, y: np.ndarray, *more: object
+    ) -> None:
         if group == 1 and x.ndim == 4:
             seen[(x.shape[1], x.shape[2], w.shape[0], w.shape[2], window.strides[0], window.pads_begin[0])] += 1
-        original(x, w, b, group, window, y, act)  # type: ignore[arg-type]
+        original(x, w, b, group, window, y, *more)  # type: ignore[arg-type]
 
     conv.convolve_into = record  # type: ignore[assignment]
     try:
@@ -72,7 +74,7 @@ def cuts(shape: Shape) -> dict[str, Callable[[], None]]:
     b = rng.standard_normal(m, dtype=np.float32)
     y = np.empty((1, m, out, out), np.float32)
     window = Window((k, k), (stride, stride), (1, 1), (pad, pad), (pad, pad))
-    geometry = conv._geometry(x, window, (out, out), 1, c, m)
+    geometry = conv._geometry(x.shape, window, (out, out), 1, c, m)
     arrays = (x.reshape(1, c, -1), w.reshape(1, m, -1), b, y.reshape(1, m, -1))
     pointwise = k == 1 and stride == 1 and pad == 0
     flags = (True, True, pointwise)
@@ -97,7 +99,11 @@ def cuts(shape: Shape) -> dict[str, Callable[[], None]]:
     if k == 3 and stride == 1:  # Winograd's F(2x2, 3x3), whether chosen or not
         scratch = conv_winograd.workspace(conv_winograd.workspace_size(1, geometry), np.dtype(np.float32))
         found["winograd"] = lambda: conv_winograd.conv_winograd(
-            flops, arrays, geometry, flags, scratch, np.zeros(conv_winograd.PARTS)
+            flops, arrays, geometry, flags, scratch, np.zeros(conv_winograd.PARTS), np.empty((0, 0), np.float32)
+        )
+        u = conv_winograd.transform_weights(w).reshape(16, -1)
+        found["winograd ahead"] = lambda: conv_winograd.conv_winograd(
+            flops, arrays, geometry, flags, scratch, np.zeros(conv_winograd.PARTS), u
         )
     a = rng.standard_normal((m, c * k * k), dtype=np.float32)
     columns = rng.standard_normal((c * k * k, out * out), dtype=np.float32)
@@ -154,7 +160,7 @@ def main() -> None:
         label = f"{c}@{size} -> {m} {k}x{k}/{stride}"
         table.add_row(label, str(count), chosen_name(shape), f"{mine:.3f}", f"{mine / base:.2f}x", others, best)
     table.add_row("all (per execute)", "", "", f"{total:.2f}", f"{total / total_base:.2f}x", "", "")
-    Console(width=200).print(table)
+    Console(width=260).print(table)
 
 
 if __name__ == "__main__":

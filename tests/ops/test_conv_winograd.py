@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from onnx_reference import on_device, reference
 
+from cannrt.abi import TensorArg
+from cannrt.kernels import KernelArgumentError, get_kernel
 from cannrt.kernels.nn import conv_winograd, team
 from cannrt.kernels.nn.conv import convolve_into
-from cannrt.kernels.nn.conv_plan import winograd
+from cannrt.kernels.nn.conv_plan import winograd, winograd_ahead
 from cannrt.kernels.nn.window import Window
 from cannrt.runtime.core import Runtime
 
@@ -35,11 +37,15 @@ def _direct(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, pads: tuple[int,
 Pads = tuple[int, int, int, int]  # top, left, bottom, right
 
 
-def _convolve(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, pads: Pads, relu: bool) -> np.ndarray:
+def _convolve(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, pads: Pads, relu: bool, ahead: bool = False
+) -> np.ndarray:
+    """The convolution through conv.py; `ahead`: with the weights transformed beforehand, as ge does."""
     window = Window((3, 3), (1, 1), (1, 1), pads[:2], pads[2:])
     out = (x.shape[2] + pads[0] + pads[2] - 2, x.shape[3] + pads[1] + pads[3] - 2)
     y = np.empty((x.shape[0], w.shape[0], *out), x.dtype)
-    convolve_into(x, w, b, 1, window, y, (1 if relu else 0, 0.0, 0.0))
+    u = conv_winograd.transform_weights(w) if ahead else None
+    convolve_into(x, w, b, 1, window, y, (1 if relu else 0, 0.0, 0.0), u)
     return y
 
 
@@ -117,6 +123,64 @@ def test_a_winograd_convolution_that_overflows_gives_the_direct_sums_inf_and_rai
             np.seterrcall(previous)
     # every sum is +inf, as the direct products give it (Winograd's own inf - inf would be NaN)
     assert np.isposinf(y).all() and flagged and "overflow" in flagged[0]
+
+
+def test_ge_transforms_the_weights_ahead_when_the_input_and_output_transforms_cost_little() -> None:
+    assert winograd_ahead(256, 64) and winograd_ahead(192, 48)  # squeezenet's 13 x 13 ones: 1/64 + 1/256 <= 1/28
+    assert winograd_ahead(256, 256) and winograd_ahead(64, 64)  # resnet's: 4 MiB transformed at most
+    assert not winograd_ahead(512, 512)  # 16 MiB transformed: read on every execute
+    assert not winograd_ahead(32, 128) and not winograd_ahead(64, 16)  # few channels: 1/32 + 1/128 > 1/28
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize(("x_shape", "m"), [((1, 64, 13, 13), 96), ((2, 32, 9, 16), 48)])
+def test_weights_transformed_ahead_give_the_bits_of_the_transform_per_call(
+    dtype: type, x_shape: tuple[int, ...], m: int
+) -> None:
+    x, w = _rand(*x_shape, seed=10, dtype=dtype), _rand(m, x_shape[1], 3, 3, seed=11, dtype=dtype)
+    compute = np.float64 if dtype == np.float64 else np.float32
+    u = conv_winograd.transform_weights(w)
+    assert u.shape == (16, m, x_shape[1]) and u.dtype == compute
+    out = x_shape[2:]
+    geometry = (1, *out, 1, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, *out, 1, x_shape[1], m)
+    scratch = conv_winograd.workspace(conv_winograd.workspace_size(x_shape[0], geometry), np.dtype(compute))
+    results = []
+    for given in (np.empty((0, 0), compute), u.reshape(16, -1)):  # transformed in the kernel, then ahead
+        y = np.empty((x_shape[0], m, *out), compute)
+        arrays = (
+            x.astype(compute).reshape(*x_shape[:2], -1),
+            w.astype(compute).reshape(1, m, -1),
+            np.zeros(1, compute),
+            y.reshape(x_shape[0], m, -1),
+        )
+        conv_winograd.conv_winograd(1e9, arrays, geometry, (False, False, False), scratch, np.zeros(8), given)
+        results.append(y)
+    assert results[0].tobytes() == results[1].tobytes()
+
+
+def test_an_overflowing_convolution_with_weights_transformed_ahead_gives_the_direct_inf() -> None:
+    x = np.full((1, 64, 13, 13), 1e20, np.float32)
+    w = np.full((64, 64, 3, 3), 1e20, np.float32)
+    with np.errstate(over="ignore"):
+        y = _convolve(x, w, None, (1, 1, 1, 1), relu=True, ahead=True)
+    assert np.isposinf(y).all()  # computed again by the direct products, from w
+
+
+def test_the_winograd_kernels_check_their_window_and_transformed_weights() -> None:
+    kernel = get_kernel("nn.conv_bias_winograd")
+    x, w, b, y = TensorArg(0, 0, (1, 64, 13, 13)), TensorArg(0, 0, (96, 64, 3, 3)), TensorArg(0, 0, (96,)), None
+    y = TensorArg(0, 0, (1, 96, 13, 13))
+    window = [3, 3, 1, 1, 1, 1, 1, 1, 1, 1]
+    kernel.check([x, w, TensorArg(0, 0, (16, 96, 64)), b, y, 1, 1, *window, 0.0, 0.0])
+    bad = [
+        [x, w, TensorArg(0, 0, (16, 64, 96)), b, y, 1, 1, *window, 0.0, 0.0],  # transposed
+        [x, w, TensorArg(0, 1, (16, 96, 64)), b, y, 1, 1, *window, 0.0, 0.0],  # fp16: not the compute dtype
+        [x, w, TensorArg(0, 0, (16, 96, 64)), b, TensorArg(0, 0, (1, 96, 7, 7)), 1, 1,
+         3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0.0, 0.0],  # strided
+    ]  # fmt: skip
+    for specs in bad:
+        with pytest.raises(KernelArgumentError):
+            kernel.check(specs)
 
 
 def test_the_workspace_is_reused_and_grows_for_a_larger_convolution() -> None:

@@ -151,6 +151,9 @@ def compile_gear(
         if node.outputs[0] in alias:
             continue
         low = _without_placed_copies(_lower(node, graph, cores), inplace.placed.get(node.name, frozenset()))
+        for value, array in low.constants:  # weights the lowering made (transformed ones)
+            graph.values[value.name] = value
+            graph.constants[value.name] = array
         if low.steps:
             nodes.append(node)
             lowered.append(low)

@@ -28,6 +28,7 @@ class Lowering:
         self.cores = max(1, cores)
         self.steps: list[KernelStep] = []
         self.scratch: list[Value] = []
+        self.made: list[tuple[Value, np.ndarray]] = []
 
     def fail(self, reason: str) -> LoweringError:
         """The error to raise: names the node and its op type."""
@@ -86,6 +87,13 @@ class Lowering:
         self.scratch.append(value)
         return value
 
+    def new_constant(self, suffix: str, array: np.ndarray) -> Value:
+        """A weight the steps of this node read, made from its constants (a kernel's own format
+        of them, as ge converts weights offline); it goes into the weight section."""
+        value = Value(f"{self.node.name or self.node.outputs[0]}::{suffix}", tuple(array.shape), array.dtype)
+        self.made.append((value, array))
+        return value
+
     def spec(self, value: Value) -> TensorArg:
         """The kernel argument a value becomes (address 0: ge places it later)."""
         try:
@@ -114,7 +122,7 @@ class Lowering:
 
     def lowered(self) -> Lowered:
         """The steps emitted so far."""
-        return Lowered(tuple(self.steps), tuple(self.scratch))
+        return Lowered(tuple(self.steps), tuple(self.scratch), tuple(self.made))
 
 
 Rule = Callable[[Lowering], None]

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from cannrt.graph.lowering.context import FUSABLE, Lowering, rule
+from cannrt.graph.lowering.types import Value
+from cannrt.kernels.nn import conv_plan
 from cannrt.kernels.nn.common import (
     ACT_CLIP,
     ACT_HARD_SIGMOID,
@@ -84,7 +88,29 @@ def conv(low: Lowering) -> None:
     code, alpha, beta = activation(low)
     scalars[1] = code
     tensors = [x, w, low.input(2), y] if low.has(2) else [x, w, y]
-    low.emit("conv_bias" if low.has(2) else "conv", tensors, [*scalars, alpha, beta])
+    name = "conv_bias" if low.has(2) else "conv"
+    transformed = winograd_weights(low, group, kernel, tuple(scalars[2 + len(kernel) : 2 + 3 * len(kernel)]))
+    if transformed is not None:
+        tensors.insert(2, transformed)
+        name += "_winograd"
+    low.emit(name, tensors, [*scalars, alpha, beta])
+
+
+def winograd_weights(low: Lowering, group: int, kernel: tuple[int, ...], steps: tuple[int, ...]) -> Value | None:
+    """The weights of a Conv transformed for the Winograd kernels, as a weight of the model, when
+    they are constant and conv_plan takes Winograd with them for this window; else None."""
+    w, y = low.input(1), low.output()
+    nd = len(kernel)
+    strides, dilations = steps[:nd], steps[nd:]
+    if low.node.inputs[1] not in low.constants or len(w.shape) != 4 or not np.issubdtype(w.dtype, np.floating):
+        return None
+    if not conv_plan.winograd_window(group, kernel, strides, dilations, y.shape[2:]):
+        return None
+    if not conv_plan.winograd_ahead(w.shape[0], w.shape[1], 8 if w.dtype == np.float64 else 4):
+        return None
+    from cannrt.kernels.nn.conv_winograd import transform_weights  # numba: only for such a Conv
+
+    return low.new_constant("winograd_weights", transform_weights(low.constant(1, "weights")))
 
 
 @rule("Gemm")

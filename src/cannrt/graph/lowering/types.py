@@ -46,6 +46,7 @@ class Lowered:
 
     steps: tuple[KernelStep, ...]
     scratch: tuple[Value, ...] = ()
+    constants: tuple[tuple[Value, np.ndarray], ...] = ()  # weights made for the launches (ge's offline formats)
 
 
 class LoweringError(ValueError):

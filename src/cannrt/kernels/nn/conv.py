@@ -12,6 +12,8 @@ the result, as the cube accumulates.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -32,16 +34,22 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
-from cannrt.kernels.nn.conv_plan import plan, winograd
+from cannrt.kernels.nn.conv_plan import Plan, plan, winograd
 from cannrt.kernels.nn.window import Window, padded
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
 DEPTHWISE_MAX_TAPS = 64  # per-offset accumulation beats a batch of tiny products up to this
 
 
-def _split(specs: ArgSpecs, bias: bool) -> tuple[list[TensorArg], int, int, Window, tuple[float, float]]:
-    count = 4 if bias else 3
-    name = "conv_bias" if bias else "conv"
+def _name(bias: bool, transformed: bool) -> str:
+    return ("conv_bias" if bias else "conv") + ("_winograd" if transformed else "")
+
+
+def _split(
+    specs: ArgSpecs, bias: bool, transformed: bool = False
+) -> tuple[list[TensorArg], int, int, Window, tuple[float, float]]:
+    count = 3 + bias + transformed
+    name = _name(bias, transformed)
     tensors = require_tensors(name, specs, count, 64)
     x = tensors[0]
     nd = len(x.shape) - 2
@@ -58,9 +66,12 @@ def _split(specs: ArgSpecs, bias: bool) -> tuple[list[TensorArg], int, int, Wind
     return tensors, group, act, window, (alpha, beta)
 
 
-def _check(specs: ArgSpecs, bias: bool) -> None:
-    tensors, group, _, window, _ = _split(specs, bias)
-    name = "conv_bias" if bias else "conv"
+def _check(specs: ArgSpecs, bias: bool, transformed: bool = False) -> None:
+    tensors, group, _, window, _ = _split(specs, bias, transformed)
+    name = _name(bias, transformed)
+    if transformed:
+        _check_transformed(name, tensors, group, window)
+        tensors = [t for i, t in enumerate(tensors) if i != 2]
     x, w, y = tensors[0], tensors[1], tensors[-1]
     n, c = x.shape[:2]
     if len(w.shape) != len(x.shape) or len(y.shape) != len(x.shape):
@@ -79,9 +90,28 @@ def _check(specs: ArgSpecs, bias: bool) -> None:
     window.check(name, x, y, ceil_slack=False)
 
 
-def _work(specs: ArgSpecs, bias: bool) -> Work:
+def _check_transformed(name: str, tensors: list[TensorArg], group: int, window: Window) -> None:
+    """The Winograd kernels: a 2-D 3x3 window of unit strides and dilations, one group, and the
+    transformed weights (16, M, C) in the compute dtype (fp64 for fp64, else fp32)."""
+    x, w, u = tensors[0], tensors[1], tensors[2]
+    unit = window.strides == (1, 1) and window.dilations == (1, 1)
+    if len(x.shape) != 4 or window.kernel != (3, 3) or not unit or group != 1:
+        raise KernelArgumentError(f"{name}: takes a 2-D 3x3 window of unit strides and dilations, one group")
+    wanted = np.dtype(np.float64) if numpy_dtype(x.dtype) == np.float64 else np.dtype(np.float32)
+    if tuple(u.shape) != (16, w.shape[0], w.shape[1]) or numpy_dtype(u.dtype) != wanted:
+        wants = f"(16, {w.shape[0]}, {w.shape[1]}) {wanted}"
+        raise KernelArgumentError(f"{name}: transformed weights {u.shape} {numpy_dtype(u.dtype)} must be {wants}")
+
+
+def _work(specs: ArgSpecs, bias: bool, transformed: bool = False) -> Work:
     """Cube flops of the product; the im2col matrix streams through L1 once per output-column
-    tile and the weights once per output-row tile, the re-reads served by L2."""
+    tile and the weights once per output-row tile, the re-reads served by L2. The Winograd
+    kernels read the transformed weights instead."""
+    if transformed:
+        u, w = specs[2], specs[1]
+        assert isinstance(u, TensorArg) and isinstance(w, TensorArg)
+        work = _work([a for i, a in enumerate(specs) if i != 2], bias)
+        return dataclasses.replace(work, bytes_read=work.bytes_read + tensor_nbytes(u) - tensor_nbytes(w))
     tensors, group, act, window, _ = _split(specs, bias)
     x, w, y = tensors[0], tensors[1], tensors[-1]
     n, m = y.shape[:2]
@@ -111,10 +141,12 @@ def _padded3(values: tuple[int, ...], fill: int) -> tuple[int, ...]:
     return (fill,) * (3 - len(values)) + values
 
 
-def _geometry(x: np.ndarray, window: Window, out: tuple[int, ...], group: int, cg: int, mg: int) -> tuple[int, ...]:
+def _geometry(
+    x_shape: tuple[int, ...], window: Window, out: tuple[int, ...], group: int, cg: int, mg: int
+) -> tuple[int, ...]:
     """conv_gemm's geometry tuple: 1-D and 2-D windows as 3-D ones of extent 1."""
     return (
-        *_padded3(tuple(x.shape[2:]), 1),
+        *_padded3(x_shape[2:], 1),
         *_padded3(window.kernel, 1),
         *_padded3(window.strides, 1),
         *_padded3(window.dilations, 1),
@@ -128,6 +160,7 @@ def _geometry(x: np.ndarray, window: Window, out: tuple[int, ...], group: int, c
 
 _NO_BIAS = {np.dtype(np.float32): np.zeros(1, np.float32), np.dtype(np.float64): np.zeros(1, np.float64)}
 _NO_COLS = {dtype: np.empty((1, 1, 1), dtype) for dtype in _NO_BIAS}
+_NO_WEIGHTS = {dtype: np.empty((0, 0), dtype) for dtype in _NO_BIAS}
 
 
 _HUGE = np.float32(3e38)
@@ -141,6 +174,48 @@ def _raise_overflow_flag() -> None:
         np.multiply(_HUGE, _HUGE)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Setup:
+    """What a convolution's shapes decide, worked out once per launch shape (the Python work of a
+    call: 10 -> 5 us; a squeezenet execute makes 26 calls)."""
+
+    x3: tuple[int, int, int]  # x as (N, C, S), w as (G, Mg, K), y as (N, M, P)
+    w3: tuple[int, int, int]
+    y3: tuple[int, int, int]
+    geometry: tuple[int, ...]
+    flags: tuple[bool, bool, bool]  # biased, relu fused, pointwise
+    items: Plan
+    winograd: bool
+    cols: tuple[int, int, int]  # the im2col matrices of a cut by parts
+
+
+@functools.lru_cache(maxsize=1024)
+def _setup(
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], y_shape: tuple[int, ...], group: int, window: Window,
+    biased: bool, relu: bool, itemsize: int,
+) -> _Setup:  # fmt: skip
+    n, c = x_shape[:2]
+    m = w_shape[0]
+    cg, mg = c // group, m // group
+    out = y_shape[2:]
+    taps = math.prod(window.kernel)
+    pointwise = taps == 1 and all(s == 1 for s in window.strides) and x_shape[2:] == out
+    pointwise = pointwise and not any(window.pads_begin)
+    geometry = _geometry(x_shape, window, out, group, cg, mg)
+    rows, width = math.prod(geometry[15:17]), geometry[17]
+    unit = len(out) <= 2 and all(s == 1 for s in window.strides)
+    return _Setup(
+        (n, c, math.prod(x_shape[2:])),
+        (group, mg, cg * taps),
+        (n, m, math.prod(out)),
+        geometry,
+        (biased, relu, pointwise),
+        plan(n, group, mg, cg, taps, rows, width, itemsize, pointwise, unit),
+        winograd(group, mg, cg, window.kernel, window.strides, window.dilations, out),
+        (1, 1, 1) if pointwise else (n * group, cg * taps, rows * width),
+    )
+
+
 def convolve_into(
     x: np.ndarray,
     w: np.ndarray,
@@ -149,40 +224,32 @@ def convolve_into(
     window: Window,
     y: np.ndarray,
     activation: tuple[int, float, float],
+    transformed: np.ndarray | None = None,
 ) -> None:
     """y = act(conv(x, w) + bias), computed in the compute dtype by conv_gemm (im2col and one
     BLAS product per item of conv_plan, the bias and a relu fused into the pass that writes y;
-    the items on the thread team), then any other activation in place, and a cast into y when
-    it is of another dtype or not contiguous."""
+    the items on the thread team), or by Winograd's products (conv_plan.winograd, or always
+    with `transformed` weights: conv_winograd.transform_weights of w), then any other
+    activation in place, and a cast into y when it is of another dtype or not contiguous."""
     from cannrt.kernels.nn import conv_gemm, conv_winograd  # numba: imported by the first convolution
 
-    dtype = compute_dtype(x)
-    n, c = x.shape[:2]
-    m = w.shape[0]
-    cg, mg = c // group, m // group
-    out = tuple(y.shape[2:])
     if not y.size:
         return
-    taps = math.prod(window.kernel)
-    pointwise = taps == 1 and all(s == 1 for s in window.strides) and tuple(x.shape[2:]) == out
-    pointwise = pointwise and not any(window.pads_begin)
-    x3 = np.ascontiguousarray(as_compute(x)).reshape(n, c, -1)
-    w3 = np.ascontiguousarray(as_compute(w)).reshape(group, mg, cg * taps)
+    dtype = compute_dtype(x)
+    code = activation[0]
+    setup = _setup(x.shape, w.shape, y.shape, group, window, bias is not None, code == ACT_RELU, dtype.itemsize)
+    x3 = np.ascontiguousarray(as_compute(x)).reshape(setup.x3)
+    w3 = np.ascontiguousarray(as_compute(w)).reshape(setup.w3)
     b = _NO_BIAS[dtype] if bias is None else np.ascontiguousarray(as_compute(bias), dtype)
     target = y if y.dtype == dtype and y.flags.c_contiguous else np.empty(y.shape, dtype)
-    y3 = target.reshape(n, m, -1)
-    code = activation[0]
-    geometry = _geometry(x, window, out, group, cg, mg)
-    flags = (bias is not None, code == ACT_RELU, pointwise)
-    rows, width = math.prod(geometry[15:17]), geometry[17]
-    unit = len(out) <= 2 and all(s == 1 for s in window.strides)
-    items = plan(n, group, mg, cg, taps, rows, width, dtype.itemsize, pointwise, unit)
-    arrays = (x3, w3, b, y3)
+    arrays = (x3, w3, b, target.reshape(setup.y3))
+    geometry, flags, items = setup.geometry, setup.flags, setup.items
     status = None
-    if winograd(group, mg, cg, window.kernel, window.strides, window.dilations, out):
-        scratch = conv_winograd.workspace(conv_winograd.workspace_size(n, geometry), dtype)
+    if setup.winograd or transformed is not None:
+        scratch = conv_winograd.workspace(conv_winograd.workspace_size(x.shape[0], geometry), dtype)
         status = np.zeros(conv_winograd.PARTS)
-        conv_winograd.conv_winograd(items.flops, arrays, geometry, flags, scratch, status)
+        u = _NO_WEIGHTS[dtype] if transformed is None else transformed.reshape(16, -1)
+        conv_winograd.conv_winograd(items.flops, arrays, geometry, flags, scratch, status, u)
     # Winograd's transforms subtract products: where the direct sum overflows to inf they give
     # inf - inf = NaN, so a convolution that met a non-finite value is computed again directly
     if status is None or any(status.tolist()):
@@ -191,7 +258,7 @@ def convolve_into(
             loop = conv_gemm.conv_taps if items.by_taps else conv_gemm.conv_bands
             loop(items.flops, arrays, geometry, items.bands, flags, status)
         else:
-            cols = _NO_COLS[dtype] if pointwise else np.empty((n * group, cg * taps, rows * width), dtype)
+            cols = _NO_COLS[dtype] if flags[2] else np.empty(setup.cols, dtype)
             status = np.zeros(len(items.parts))
             conv_gemm.conv_parts(items.flops, arrays, geometry, items.builds, items.parts, cols, flags, status)
     if any(status.tolist()):  # inf or nan (NaN is true): the flag numpy would show (ndarray.any: 1-5 us)
@@ -217,16 +284,18 @@ def _depthwise(
     return result.reshape(n, group * mg, *out)
 
 
-def _conv_body(*args: object, bias: bool) -> None:
-    count = 4 if bias else 3
+def _conv_body(*args: object, bias: bool, transformed: bool = False) -> None:
+    count = 3 + bias + transformed
     x, w = args[0], args[1]
     y = args[count - 1]
+    u = args[2] if transformed else None
+    assert u is None or isinstance(u, np.ndarray)
     assert isinstance(x, np.ndarray) and isinstance(w, np.ndarray) and isinstance(y, np.ndarray)
     group, act = int(args[count]), int(args[count + 1])  # type: ignore[call-overload]
     nd = x.ndim - 2
     window = Window.parse("conv", nd, args[count + 2 : count + 2 + 5 * nd])
     alpha, beta = (float(v) for v in args[count + 2 + 5 * nd :])  # type: ignore[arg-type]
-    b = args[2] if bias else None
+    b = args[2 + transformed] if bias else None
     assert b is None or isinstance(b, np.ndarray)
     if w.shape[1] == 1 and group > 1 and math.prod(window.kernel) <= DEPTHWISE_MAX_TAPS:
         dtype = compute_dtype(x)
@@ -235,12 +304,12 @@ def _conv_body(*args: object, bias: bool) -> None:
             result += as_compute(b).reshape(-1, *([1] * nd))
         store(y, activate(result, act, alpha, beta))
         return
-    convolve_into(x, w, b, group, window, y, (act, alpha, beta))
+    convolve_into(x, w, b, group, window, y, (act, alpha, beta), None if u is None else as_compute(u))
 
 
-def _conv(*args: object, bias: bool) -> None:
+def _conv(*args: object, bias: bool, transformed: bool = False) -> None:
     blas.limit_blas_threads()
-    _conv_body(*args, bias=bias)
+    _conv_body(*args, bias=bias, transformed=transformed)
 
 
 CONV = register(
@@ -257,5 +326,22 @@ CONV_BIAS = register(
     lambda s: _work(s, True),
     lambda s: _check(s, True),
     (3,),
+    CoreKind.AICORE,
+)
+# ge's Winograd kernels: x, w, the weights transformed (conv_winograd.transform_weights), [b], y
+CONV_WINOGRAD = register(
+    "conv_winograd",
+    lambda *a: _conv(*a, bias=False, transformed=True),
+    lambda s: _work(s, False, True),
+    lambda s: _check(s, False, True),
+    (3,),
+    CoreKind.AICORE,
+)
+CONV_BIAS_WINOGRAD = register(
+    "conv_bias_winograd",
+    lambda *a: _conv(*a, bias=True, transformed=True),
+    lambda s: _work(s, True, True),
+    lambda s: _check(s, True, True),
+    (4,),
     CoreKind.AICORE,
 )

@@ -57,6 +57,14 @@ SMALL_MAX_DEPTH = 256
 # over 27 x 27 and 48 -> 192, 64 -> 256 over 13 x 13 lose, 6.5 -> 6.8 ms, though alone they gained
 # 3-9 %; 512 -> 512 over 7 x 7: 2.0-2.2 against 1.3 ms)
 WINOGRAD_MAX_OVERHEAD = 1 / 28
+# With the weights transformed ahead (ge, at compile time) the weights' term goes, but the model
+# then reads them transformed, 16/9 of their bytes, on every execute (and keeps both): up to
+# WINOGRAD_AHEAD_MAX_BYTES of them (resnet50: 102 -> 127 MB of weights). In a model's run:
+# resnet50 -5..-8 % (256 -> 256 over 14 x 14: 1.42 -> 0.89 ms alone), squeezenet -3 % (64 -> 256
+# over 13 x 13: 0.42 -> 0.28 ms alone); not 512 -> 512 over 7 x 7 (16 MiB for 1.94 -> 1.82 ms
+# alone); overheads above WINOGRAD_MAX_OVERHEAD gained alone but not in the models (squeezenet's
+# 32 -> 128, densenet's 128 -> 32: 1/32 + 1/128)
+WINOGRAD_AHEAD_MAX_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -101,10 +109,25 @@ def winograd(
     """Whether a convolution takes Winograd's F(2x2, 3x3): a 2-D 3x3 window of unit strides and
     dilations, one group, and transforms that cost little beside the saving
     (WINOGRAD_MAX_OVERHEAD)."""
-    if group != 1 or kernel != (3, 3) or strides != (1, 1) or dilations != (1, 1) or len(out) != 2:
+    if not winograd_window(group, kernel, strides, dilations, out):
         return False
     tiles = ((out[0] + 1) // 2) * ((out[1] + 1) // 2)
     return 1 / cg + 1 / mg + 1 / tiles <= WINOGRAD_MAX_OVERHEAD
+
+
+def winograd_window(
+    group: int, kernel: tuple[int, ...], strides: tuple[int, ...], dilations: tuple[int, ...], out: tuple[int, ...]
+) -> bool:
+    """Whether Winograd's F(2x2, 3x3) computes this window: 2-D, 3x3, unit strides and dilations, one group."""
+    return group == 1 and kernel == (3, 3) and strides == (1, 1) and dilations == (1, 1) and len(out) == 2
+
+
+def winograd_ahead(mg: int, cg: int, itemsize: int = 4) -> bool:
+    """Whether ge transforms the constant weights of a Winograd window (winograd_window) ahead,
+    for the Winograd kernels: when the input and output transforms cost little (as in
+    `winograd`, without the weights' term) and the transformed weights are at most
+    WINOGRAD_AHEAD_MAX_BYTES."""
+    return 1 / cg + 1 / mg <= WINOGRAD_MAX_OVERHEAD and 16 * mg * cg * itemsize <= WINOGRAD_AHEAD_MAX_BYTES
 
 
 @functools.lru_cache(maxsize=1024)

@@ -5,17 +5,20 @@ weights g as Y = A^T [(G g G^T) * (B^T d B)] A (Lavin and Gray, "Fast Algorithms
 Convolutional Neural Networks", 2016; cuDNN's and oneDNN's WINOGRAD algorithms): 16
 multiplications per output tile and input channel where the im2col product takes 36, so the
 products are 16 BLAS products (M x C) @ (C x tiles), one per position in the 4x4 tile, that
-take 4/9 of the direct products' flops. The weights are transformed per call (a model's
-weights are device memory, which may be rewritten between calls); a convolution whose weights
-outweigh its tiles (conv_plan.winograd) keeps the direct products. Rounding differs from the
-direct sum (a few ulp of the largest term; the light models stay within 1e-5 of onnxruntime),
-and where the direct sum overflows to inf the transforms give inf - inf = NaN: conv.py computes
-a convolution whose status reports a non-finite value again with the direct products.
+take 4/9 of the direct products' flops. A compiled model's weights come transformed (ge does it
+once, `transform_weights`: a quarter of a 13 x 13 convolution's time went into the transform);
+other weights are transformed per call (device memory, which may be rewritten between calls),
+and a convolution whose weights outweigh its tiles (conv_plan.winograd) keeps the direct
+products. Rounding differs from the direct sum (a few ulp of the largest term; the light models
+stay within 1e-5 of onnxruntime), and where the direct sum overflows to inf the transforms give
+inf - inf = NaN: conv.py computes a convolution whose status reports a non-finite value again
+with the direct products.
 
 Layout as conv_gemm's: x (N, C, H*W), w (1, M, C*9), y (N, M, OH*OW), geometry as there. Four
 team loops: the weights' transform U (16, M, C) in parts of output channels, the input's V (16,
 C, N*tiles) in parts of channels, the 16 products, and the output transform (bias, relu and the
-non-finite check as conv_gemm._finish does) in parts of output channels; the items and their
+non-finite check as conv_gemm._finish does) in parts of output channels, the first skipped when
+the weights come transformed (u (16, M * C), its planes unpadded); the items and their
 order never depend on which thread runs them, so the team and its serial twin agree bit for bit.
 """
 
@@ -149,6 +152,20 @@ def _outputs(
     return check
 
 
+def transform_weights(w: np.ndarray) -> np.ndarray:
+    """U = G g G^T of 3x3 weights w (M, C, 3, 3) in their compute dtype (fp64 stays, else fp32):
+    (16, M, C), position k = 4 * row + column of the 4x4 tile; numpy's operations in _weights'
+    order, so the same bits as the transform conv_winograd makes per call."""
+    g = w.astype(np.float64 if w.dtype == np.float64 else np.float32)
+    half = g.dtype.type(0.5)
+
+    def apply(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
+        return [a, (a + b + c) * half, (a - b + c) * half, c]
+
+    rows = apply(g[:, :, 0, :], g[:, :, 1, :], g[:, :, 2, :])  # G g: 4 of (M, C, 3)
+    return np.stack([tile for r in rows for tile in apply(r[..., 0], r[..., 1], r[..., 2])])
+
+
 def workspace(size: int, dtype: np.dtype) -> np.ndarray:
     """size elements of scratch for this thread's Winograd convolutions, reused from call to
     call (cuDNN's workspace): allocating the planes per call cost a page fault per 4 KiB once
@@ -168,27 +185,32 @@ def workspace_size(images: int, g: Geometry) -> int:
 
 
 @team_loop
-def conv_winograd(arrays: Arrays, g: Geometry, flags: Any, scratch: np.ndarray, status: np.ndarray) -> None:
+def conv_winograd(
+    arrays: Arrays, g: Geometry, flags: Any, scratch: np.ndarray, status: np.ndarray, u: np.ndarray
+) -> None:
     """y = relu?(conv3x3(x, w) + bias) for a unit-stride, undilated window of one group, its
-    planes in scratch (workspace_size); status[p]: 0, or NaN if a value of output part p was
-    not finite before the relu."""
+    planes in scratch (workspace_size); the weights transformed here, or given transformed in u
+    (16, M * C) when it is not empty. status[p]: 0, or NaN if a value of output part p was not
+    finite before the relu."""
     x3, w3, bias, y3 = arrays
     oh, ow, cg, mg = g[16], g[17], g[19], g[20]
     images, size = x3.shape[0], x3.itemsize
     tiles = ((oh + 1) // 2) * ((ow + 1) // 2)
     cols = images * tiles
-    u_pitch, v_pitch, p_pitch = _pitch(mg * cg), _pitch(cg * cols), _pitch(mg * cols)
-    uf = scratch[: 16 * u_pitch]
-    vf = scratch[16 * u_pitch : 16 * (u_pitch + v_pitch)]
-    pf = scratch[16 * (u_pitch + v_pitch) :]
-    for p in prange(PARTS):
+    room, v_pitch, p_pitch = _pitch(mg * cg), _pitch(cg * cols), _pitch(mg * cols)
+    given = u.size > 0
+    uf = u.reshape(-1) if given else scratch[: 16 * room]
+    u_pitch = mg * cg if given else room
+    vf = scratch[16 * room : 16 * (room + v_pitch)]
+    pf = scratch[16 * (room + v_pitch) :]
+    for p in prange(0 if given else PARTS):
         _weights(w3, p * mg // PARTS, (p + 1) * mg // PARTS, cg, uf, u_pitch)
     for t in prange(images * PARTS):
         n, p = t // PARTS, t % PARTS
         _inputs(x3[n], g, p * cg // PARTS, (p + 1) * cg // PARTS, n * tiles, cols, vf, v_pitch)
     for k in prange(16):  # the products, one per tile position
-        u, v, out = uf.ctypes.data + k * u_pitch * size, vf.ctypes.data + k * v_pitch * size, pf.ctypes.data
-        _gemm(u, v, out + k * p_pitch * size, mg, cols, cg, (cg, cols, cols), False, size)
+        a, v, out = uf.ctypes.data + k * u_pitch * size, vf.ctypes.data + k * v_pitch * size, pf.ctypes.data
+        _gemm(a, v, out + k * p_pitch * size, mg, cols, cg, (cg, cols, cols), False, size)
     yf = y3.reshape(-1)
     for p in prange(PARTS):
         status[p] = _outputs(pf, p_pitch, p * mg // PARTS, (p + 1) * mg // PARTS, cols, g, yf, bias, flags)
