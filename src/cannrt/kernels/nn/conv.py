@@ -312,36 +312,19 @@ def _conv(*args: object, bias: bool, transformed: bool = False) -> None:
     _conv_body(*args, bias=bias, transformed=transformed)
 
 
-CONV = register(
-    "conv",
-    lambda *a: _conv(*a, bias=False),
-    lambda s: _work(s, False),
-    lambda s: _check(s, False),
-    (2,),
-    CoreKind.AICORE,
-)
-CONV_BIAS = register(
-    "conv_bias",
-    lambda *a: _conv(*a, bias=True),
-    lambda s: _work(s, True),
-    lambda s: _check(s, True),
-    (3,),
-    CoreKind.AICORE,
-)
-# ge's Winograd kernels: x, w, the weights transformed (conv_winograd.transform_weights), [b], y
-CONV_WINOGRAD = register(
-    "conv_winograd",
-    lambda *a: _conv(*a, bias=False, transformed=True),
-    lambda s: _work(s, False, True),
-    lambda s: _check(s, False, True),
-    (3,),
-    CoreKind.AICORE,
-)
-CONV_BIAS_WINOGRAD = register(
-    "conv_bias_winograd",
-    lambda *a: _conv(*a, bias=True, transformed=True),
-    lambda s: _work(s, True, True),
-    lambda s: _check(s, True, True),
-    (4,),
-    CoreKind.AICORE,
-)
+def _register(bias: bool, transformed: bool) -> None:
+    """conv and conv_bias: x, w, [b], y; ge's Winograd kernels conv_winograd and
+    conv_bias_winograd: x, w, the weights transformed (conv_winograd.transform_weights), [b], y."""
+    register(
+        _name(bias, transformed),
+        lambda *a: _conv(*a, bias=bias, transformed=transformed),
+        lambda s: _work(s, bias, transformed),
+        lambda s: _check(s, bias, transformed),
+        (2 + bias + transformed,),
+        CoreKind.AICORE,
+    )
+
+
+for _bias in (False, True):
+    for _transformed in (False, True):
+        _register(_bias, _transformed)
