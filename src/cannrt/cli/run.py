@@ -56,7 +56,9 @@ def _random(io: IoDesc, rng: np.random.Generator) -> np.ndarray:
 def _onnxruntime(path: str, model: Model, arrays: list[np.ndarray]) -> list[np.ndarray]:
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # errors only: not a warning per initializer the model leaves unused
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     feeds = {io.name: array for io, array in zip(model.inputs, arrays, strict=True)}
     try:
         return [np.asarray(r) for r in session.run(None, feeds)]
