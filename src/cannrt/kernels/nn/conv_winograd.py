@@ -24,6 +24,7 @@ order never depend on which thread runs them, so the team and its serial twin ag
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -177,8 +178,10 @@ def workspace(size: int, dtype: np.dtype) -> np.ndarray:
     return buffer[:size]
 
 
+@functools.lru_cache(maxsize=1024)
 def workspace_size(images: int, g: Geometry) -> int:
-    """Elements of workspace a convolution of geometry g over `images` images takes."""
+    """Elements of workspace a convolution of geometry g over `images` images takes (remembered:
+    _pitch is numba's, three calls from Python)."""
     oh, ow, cg, mg = g[16], g[17], g[19], g[20]
     cols = images * ((oh + 1) // 2) * ((ow + 1) // 2)
     return 16 * (_pitch(mg * cg) + _pitch(cg * cols) + _pitch(mg * cols))
