@@ -177,7 +177,7 @@ def _raise_overflow_flag() -> None:
 @dataclasses.dataclass(frozen=True)
 class _Setup:
     """What a convolution's shapes decide, worked out once per launch shape (the Python work of a
-    call: 10 -> 5 us; a squeezenet execute makes 26 calls)."""
+    call: 9.7 -> 7.7 us for a tiny 3x3; a squeezenet execute makes 26 calls)."""
 
     x3: tuple[int, int, int]  # x as (N, C, S), w as (G, Mg, K), y as (N, M, P)
     w3: tuple[int, int, int]
