@@ -21,7 +21,7 @@ def _run(make_runtime: Callable[..., Runtime], stop_worker: bool) -> tuple[list[
     rt = make_runtime()
     device = cannrt.Device(0)
     if stop_worker:  # only the waiting host thread can run anything now
-        rt.driver._devices[0].executor.stop()
+        rt.driver._npu(0).executor.stop()
     stream = device.stream()
     x = device.array(np.arange(16, dtype=np.float32))
     y = device.empty(16, np.float32)

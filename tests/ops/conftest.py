@@ -27,5 +27,5 @@ def host_runs_kernels(rt: Runtime) -> Runtime:
     The worker runs kernels while the host is busy (a first launch's set-up may take it more than
     the worker's quiet time), serially: its loops never start a team (kernels/nn/team.py)."""
     cannrt.Device(0)
-    rt.driver._devices[0].executor.stop()
+    rt.driver._npu(0).executor.stop()
     return rt

@@ -189,7 +189,7 @@ class Executor:
         blocked, run, take, sync = self.blocked_sqs, self._run, queue.popleft, self._sync
         ran = False
         while queue:
-            if (blocked and sq.sq_id in blocked) or doorbells or (step_aside and sync.awaited is not None):
+            if (blocked and sq.sq_id in blocked) or doorbells or (step_aside and sync.host_awaits()):
                 break
             task = queue[0]
             if task.sqe.sqe_type == _EVENT_WAIT and not self._wait_released(task):

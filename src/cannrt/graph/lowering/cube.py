@@ -9,6 +9,7 @@ import numpy as np
 
 from cannrt.graph.lowering.context import FUSABLE, Lowering, rule
 from cannrt.graph.lowering.types import Value
+from cannrt.kernels.builtins import compute_dtype
 from cannrt.kernels.nn import conv_plan
 from cannrt.kernels.nn.common import (
     ACT_CLIP,
@@ -89,28 +90,32 @@ def conv(low: Lowering) -> None:
     scalars[1] = code
     tensors = [x, w, low.input(2), y] if low.has(2) else [x, w, y]
     name = "conv_bias" if low.has(2) else "conv"
-    transformed = winograd_weights(low, group, kernel, tuple(scalars[2 + len(kernel) : 2 + 3 * len(kernel)]))
+    nd = len(kernel)
+    strides, dilations = tuple(scalars[2 + nd : 2 + 2 * nd]), tuple(scalars[2 + 2 * nd : 2 + 3 * nd])
+    transformed = winograd_weights(low, group, kernel, strides, dilations)
     if transformed is not None:
         tensors.insert(2, transformed)
         name += "_winograd"
     low.emit(name, tensors, [*scalars, alpha, beta])
 
 
-def winograd_weights(low: Lowering, group: int, kernel: tuple[int, ...], steps: tuple[int, ...]) -> Value | None:
+def winograd_weights(
+    low: Lowering, group: int, kernel: tuple[int, ...], strides: tuple[int, ...], dilations: tuple[int, ...]
+) -> Value | None:
     """The weights of a Conv transformed for the Winograd kernels, as a weight of the model, when
     they are constant and conv_plan takes Winograd with them for this window; else None."""
-    w, y = low.input(1), low.output()
-    nd = len(kernel)
-    strides, dilations = steps[:nd], steps[nd:]
-    if low.node.inputs[1] not in low.constants or len(w.shape) != 4 or not np.issubdtype(w.dtype, np.floating):
+    if low.node.inputs[1] not in low.constants:
         return None
-    if not conv_plan.winograd_window(group, kernel, strides, dilations, y.shape[2:]):
+    w = low.constant(1, "weights")
+    if not np.issubdtype(w.dtype, np.floating):
         return None
-    if not conv_plan.winograd_ahead(w.shape[0], w.shape[1], 8 if w.dtype == np.float64 else 4):
+    if not conv_plan.winograd_window(group, kernel, strides, dilations, low.output().shape[2:]):
+        return None
+    if not conv_plan.winograd_ahead(w.shape[0], w.shape[1], compute_dtype(w).itemsize):
         return None
     from cannrt.kernels.nn.conv_winograd import transform_weights  # numba: only for such a Conv
 
-    return low.new_constant("winograd_weights", transform_weights(low.constant(1, "weights")))
+    return low.new_constant("winograd_weights", transform_weights(w))
 
 
 @rule("Gemm")

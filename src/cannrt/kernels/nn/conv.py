@@ -34,7 +34,7 @@ from cannrt.kernels.nn.common import (
     register,
     store,
 )
-from cannrt.kernels.nn.conv_plan import Plan, plan, winograd
+from cannrt.kernels.nn.conv_plan import Plan, plan, winograd, winograd_window
 from cannrt.kernels.nn.window import Window, padded
 from cannrt.kernels.registry import ArgSpecs, KernelArgumentError, require_tensors
 
@@ -93,9 +93,8 @@ def _check(specs: ArgSpecs, bias: bool, transformed: bool = False) -> None:
 def _check_transformed(name: str, tensors: list[TensorArg], group: int, window: Window) -> None:
     """The Winograd kernels: a 2-D 3x3 window of unit strides and dilations, one group, and the
     transformed weights (16, M, C) in the compute dtype (fp64 for fp64, else fp32)."""
-    x, w, u = tensors[0], tensors[1], tensors[2]
-    unit = window.strides == (1, 1) and window.dilations == (1, 1)
-    if len(x.shape) != 4 or window.kernel != (3, 3) or not unit or group != 1:
+    x, w, u, y = tensors[0], tensors[1], tensors[2], tensors[-1]
+    if not winograd_window(group, window.kernel, window.strides, window.dilations, tuple(y.shape[2:])):
         raise KernelArgumentError(f"{name}: takes a 2-D 3x3 window of unit strides and dilations, one group")
     wanted = np.dtype(np.float64) if numpy_dtype(x.dtype) == np.float64 else np.dtype(np.float32)
     if tuple(u.shape) != (16, w.shape[0], w.shape[1]) or numpy_dtype(u.dtype) != wanted:
@@ -304,7 +303,7 @@ def _conv_body(*args: object, bias: bool, transformed: bool = False) -> None:
             result += as_compute(b).reshape(-1, *([1] * nd))
         store(y, activate(result, act, alpha, beta))
         return
-    convolve_into(x, w, b, group, window, y, (act, alpha, beta), None if u is None else as_compute(u))
+    convolve_into(x, w, b, group, window, y, (act, alpha, beta), u)  # u: in the compute dtype (_check)
 
 
 def _conv(*args: object, bias: bool, transformed: bool = False) -> None:

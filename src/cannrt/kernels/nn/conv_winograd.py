@@ -32,6 +32,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from cannrt.kernels.builtins import compute_dtype
 from cannrt.kernels.nn.conv_gemm import Arrays, Geometry, _gemm, _row_pass
 from cannrt.kernels.nn.team import team_loop
 
@@ -157,7 +158,7 @@ def transform_weights(w: np.ndarray) -> np.ndarray:
     """U = G g G^T of 3x3 weights w (M, C, 3, 3) in their compute dtype (fp64 stays, else fp32):
     (16, M, C), position k = 4 * row + column of the 4x4 tile; numpy's operations in _weights'
     order, so the same bits as the transform conv_winograd makes per call."""
-    g = w.astype(np.float64 if w.dtype == np.float64 else np.float32)
+    g = w.astype(compute_dtype(w))
     half = g.dtype.type(0.5)
 
     def apply(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> list[np.ndarray]:
@@ -180,8 +181,9 @@ def workspace(size: int, dtype: np.dtype) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1024)
 def workspace_size(images: int, g: Geometry) -> int:
-    """Elements of workspace a convolution of geometry g over `images` images takes (remembered:
-    _pitch is numba's, three calls from Python)."""
+    """Elements of workspace a convolution of geometry g over `images` images takes, at most (with
+    its weights given transformed, the first planes stay unused); remembered: _pitch is numba's,
+    three calls from Python."""
     oh, ow, cg, mg = g[16], g[17], g[19], g[20]
     cols = images * ((oh + 1) // 2) * ((ow + 1) // 2)
     return 16 * (_pitch(mg * cg) + _pitch(cg * cols) + _pitch(mg * cols))
@@ -200,8 +202,8 @@ def conv_winograd(
     images, size = x3.shape[0], x3.itemsize
     tiles = ((oh + 1) // 2) * ((ow + 1) // 2)
     cols = images * tiles
-    room, v_pitch, p_pitch = _pitch(mg * cg), _pitch(cg * cols), _pitch(mg * cols)
     given = u.size > 0
+    room, v_pitch, p_pitch = 0 if given else _pitch(mg * cg), _pitch(cg * cols), _pitch(mg * cols)
     uf = u.reshape(-1) if given else scratch[: 16 * room]
     u_pitch = mg * cg if given else room
     vf = scratch[16 * room : 16 * (room + v_pitch)]
